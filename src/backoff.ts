@@ -1,0 +1,27 @@
+import { parseDuration, type Duration } from "./duration.js";
+
+/** Exponential backoff `base × 2^(k−1)`, capped at `max`, spread by ±`jitter` (a fraction), or an explicit list. */
+export type Backoff = { base?: Duration; max?: Duration; jitter?: number } | Duration[];
+
+export const DEFAULT_BACKOFF = { base: 1000, max: 15 * 60_000, jitter: 0.2 } as const;
+
+/** A compiled backoff: the delay before retry after failed attempt `attempt` (1-based). */
+export type BackoffFn = (attempt: number) => number;
+
+export function compileBackoff(backoff: Backoff | undefined, random: () => number = Math.random): BackoffFn {
+  if (Array.isArray(backoff)) {
+    if (backoff.length === 0) throw new TypeError("backoff list must hold at least one delay");
+    const delays = backoff.map((d, i) => parseDuration(d, `backoff[${i}]`));
+    // Past the end of the list, the last delay repeats.
+    return (attempt) => delays[Math.min(Math.max(attempt, 1), delays.length) - 1];
+  }
+  const base = parseDuration(backoff?.base ?? DEFAULT_BACKOFF.base, "backoff.base");
+  const max = parseDuration(backoff?.max ?? DEFAULT_BACKOFF.max, "backoff.max");
+  const jitter = backoff?.jitter ?? DEFAULT_BACKOFF.jitter;
+  if (!(jitter >= 0 && jitter <= 1)) throw new TypeError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
+  return (attempt) => {
+    const exponential = Math.min(max, base * 2 ** Math.min(Math.max(attempt, 1) - 1, 52));
+    const spread = exponential * jitter * (random() * 2 - 1);
+    return Math.max(0, Math.min(max, Math.round(exponential + spread)));
+  };
+}

@@ -1,0 +1,89 @@
+import { parseDuration, type Duration } from "./duration.js";
+
+/** Every error errand throws on purpose has a stable `code`. */
+export class ErrandError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ErrandError";
+    this.code = code;
+  }
+}
+
+/** Bad input from a caller: invalid payload, unknown job, out-of-range option. Nothing was stored. */
+export class ValidationError extends ErrandError {
+  readonly issues?: ReadonlyArray<{ message: string; path?: ReadonlyArray<unknown> }>;
+  constructor(message: string, issues?: ReadonlyArray<{ message: string; path?: ReadonlyArray<unknown> }>) {
+    super("ERR_VALIDATION", message);
+    this.name = "ValidationError";
+    this.issues = issues;
+  }
+}
+
+/** Thrown by a handler: this job can never succeed; it goes to the dead-letter queue at once. */
+export class PermanentError extends ErrandError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("ERR_PERMANENT", message, options);
+    this.name = "PermanentError";
+  }
+}
+
+/** Thrown by a handler: try again, optionally after `retryAfter` (e.g. a 429's Retry-After). */
+export class RetryableError extends ErrandError {
+  readonly retryAfterMs?: number;
+  constructor(message: string, options?: { cause?: unknown; retryAfter?: Duration }) {
+    super("ERR_RETRYABLE", message, options);
+    this.name = "RetryableError";
+    if (options?.retryAfter !== undefined) this.retryAfterMs = parseDuration(options.retryAfter, "retryAfter");
+  }
+}
+
+/** The job ran past its `timeout`; its signal was aborted. Retried like a transient error. */
+export class JobTimeoutError extends ErrandError {
+  constructor(timeoutMs: number) {
+    super("ERR_TIMEOUT", `job timed out after ${timeoutMs} ms`);
+    this.name = "JobTimeoutError";
+  }
+}
+
+/** The kinds an attempt's error is filed under in the job's history. */
+export type ErrorKind = "permanent" | "retryable" | "timeout" | "validation" | "unknown" | "lost" | "cancelled" | "interrupted";
+
+/** What a classify hook answers: retry it, or fail it for good. */
+export type Classification = "retry" | "fail";
+
+const TRANSIENT_CODES = new Set(["ECONNRESET", "ETIMEDOUT", "ECONNREFUSED", "EAI_AGAIN", "EPIPE", "ENOTFOUND", "ECONNABORTED"]);
+const TRANSIENT_HTTP = new Set([408, 429, 502, 503, 504]);
+
+/** Reads an HTTP status from the common error shapes (fetch wrappers, axios, got). */
+function httpStatus(err: unknown): number | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const e = err as { status?: unknown; statusCode?: unknown; response?: { status?: unknown } };
+  const status = e.status ?? e.statusCode ?? e.response?.status;
+  return typeof status === "number" ? status : undefined;
+}
+
+/** The built-in classification (DESIGN: error classes). */
+export function errorKind(err: unknown): ErrorKind {
+  if (err instanceof PermanentError) return "permanent";
+  if (err instanceof ValidationError) return "validation";
+  if (err instanceof JobTimeoutError) return "timeout";
+  if (err instanceof RetryableError) return "retryable";
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (typeof code === "string" && TRANSIENT_CODES.has(code)) return "retryable";
+  const status = httpStatus(err);
+  if (status !== undefined && TRANSIENT_HTTP.has(status)) return "retryable";
+  return "unknown";
+}
+
+/** Turns anything thrown into an Error with a message. */
+export function toError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  let text: string;
+  try {
+    text = typeof thrown === "string" ? thrown : JSON.stringify(thrown);
+  } catch {
+    text = String(thrown);
+  }
+  return new Error(`non-Error thrown: ${text}`);
+}

@@ -1,0 +1,131 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
+import { type Duration, parseDuration } from "./duration.js";
+import type { Classification, ErrorKind } from "./errors.js";
+import type { JobContext } from "./worker/context.js";
+
+export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
+export const JOB_STATES: readonly JobState[] = ["pending", "running", "completed", "failed", "cancelled"];
+
+/** How one execution (or a release without execution charge) ended. */
+export type AttemptOutcome =
+  | "completed" // the handler returned
+  | "retried" // it failed and the job is pending again
+  | "failed" // it failed for good: the job is in the dead-letter queue
+  | "snoozed" // the handler asked to run later; no attempt spent
+  | "lost" // the lease expired (worker died or stalled) and a rescuer took the job back
+  | "interrupted" // the worker shut down past its hard timeout; not charged
+  | "cancelled"; // cancelled while running
+
+/** One entry of a job's history (DESIGN: History). Times are ISO strings from the store's clock. */
+export interface AttemptRecord {
+  attempt: number;
+  startedAt: string;
+  finishedAt: string;
+  worker: string | null;
+  outcome: AttemptOutcome;
+  error?: string;
+  stack?: string;
+  kind?: ErrorKind;
+  /** When the job runs again, for `retried` and `snoozed`. */
+  retryAt?: string;
+}
+
+/** A job as stored, in the library and in every `--json` output. */
+export interface JobRecord<P = unknown> {
+  id: string;
+  queue: string;
+  name: string;
+  state: JobState;
+  priority: number;
+  /** Executions charged so far; while running, the number of the current one. */
+  attempt: number;
+  maxAttempts: number;
+  runAt: Date;
+  payload: P;
+  key: string | null;
+  attempts: AttemptRecord[];
+  result: unknown;
+  progress: { fraction: number; message?: string } | null;
+  lastError: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  lockedBy: string | null;
+  lockedUntil: Date | null;
+  cancelRequested: boolean;
+}
+
+export interface JobDefinitionInput<S extends StandardSchemaV1, R> {
+  name: string;
+  queue?: string;
+  schema: S;
+  /** Executions in all, the first included. Default 3. */
+  maxAttempts?: number;
+  backoff?: Backoff;
+  /** Per-attempt time limit; past it `ctx.signal` aborts and the attempt fails as a timeout. */
+  timeout?: Duration;
+  /** Default priority for this job type (higher runs first). */
+  priority?: number;
+  /** Decide retry-or-fail for errors the built-in rules do not know. */
+  classify?: (err: unknown) => Classification | undefined;
+  run: (payload: StandardSchemaV1.InferOutput<S>, ctx: JobContext) => Promise<R> | R;
+}
+
+/** A typed job definition, made by defineJob. `P` is what enqueue accepts. */
+export interface JobDefinition<P = unknown, R = unknown> {
+  readonly name: string;
+  readonly queue: string;
+  readonly schema: StandardSchemaV1<P>;
+  readonly maxAttempts: number;
+  readonly backoff: BackoffFn;
+  readonly timeoutMs: number | null;
+  readonly priority: number;
+  readonly classify?: (err: unknown) => Classification | undefined;
+  readonly run: (payload: never, ctx: JobContext) => Promise<R> | R;
+}
+
+export type AnyJobDefinition = JobDefinition<never, unknown>;
+
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+export const PRIORITY_RANGE = { min: -1_000_000, max: 1_000_000 } as const;
+export const MAX_ATTEMPTS_RANGE = { min: 1, max: 1000 } as const;
+
+export function checkName(value: string, what: string): string {
+  if (typeof value !== "string" || !NAME_PATTERN.test(value)) {
+    throw new TypeError(
+      `${what} must be 1-128 characters of letters, digits, "_", ".", ":" or "-" (starting with a letter or digit); got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+export function checkInteger(value: unknown, what: string, range: { min: number; max: number }): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < range.min || value > range.max) {
+    throw new RangeError(`${what} must be an integer from ${range.min} to ${range.max}; got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** One typed definition per job type; enqueue is checked against `schema` at compile time and at run time. */
+export function defineJob<S extends StandardSchemaV1, R = unknown>(
+  input: JobDefinitionInput<S, R>,
+): JobDefinition<StandardSchemaV1.InferInput<S>, R> {
+  checkName(input.name, "job name");
+  const queue = checkName(input.queue ?? "default", `queue of job "${input.name}"`);
+  if (!input.schema || typeof input.schema !== "object" || !("~standard" in input.schema)) {
+    throw new TypeError(`job "${input.name}": schema must be a Standard Schema validator (zod 4, valibot, arktype, …)`);
+  }
+  if (typeof input.run !== "function") throw new TypeError(`job "${input.name}": run must be a function`);
+  return Object.freeze({
+    name: input.name,
+    queue,
+    schema: input.schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>>,
+    maxAttempts: checkInteger(input.maxAttempts ?? 3, `job "${input.name}" maxAttempts`, MAX_ATTEMPTS_RANGE),
+    backoff: compileBackoff(input.backoff),
+    timeoutMs: input.timeout === undefined ? null : parseDuration(input.timeout, `job "${input.name}" timeout`),
+    priority: checkInteger(input.priority ?? 0, `job "${input.name}" priority`, PRIORITY_RANGE),
+    classify: input.classify,
+    run: input.run as (payload: never, ctx: JobContext) => Promise<R> | R,
+  });
+}

@@ -1,0 +1,465 @@
+/**
+ * The in-process store: tests and throwaway scripts. It is also the reference
+ * implementation of the Store contract — the SQL stores must behave the same,
+ * and test/conformance/ holds all three to it.
+ */
+import type { AttemptRecord, JobRecord } from "../../job.js";
+import type {
+  ClaimedJob,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  Lease,
+  LeaseStatus,
+  NewJob,
+  Outcome,
+  QueueStats,
+  RescuedJob,
+  ScheduleInput,
+  ScheduleRecord,
+  Store,
+  ThroughputBucket,
+  WorkerInfo,
+} from "../types.js";
+import { attemptFromOutcome, decodeCursor, encodeCursor, matchesSearch, outcomeTransition } from "../shared.js";
+
+interface Row extends JobRecord {
+  seq: number;
+  leaseToken: number;
+}
+
+const clone = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
+
+export interface MemoryStoreOptions {
+  /** The store's clock, in ms since the epoch. Tests may inject one. */
+  clock?: () => number;
+}
+
+export class MemoryStore implements Store {
+  readonly kind = "memory" as const;
+  private readonly clock: () => number;
+  private readonly jobs = new Map<string, Row>();
+  private readonly byKey = new Map<string, string>();
+  private readonly ledger = new Map<string, { jobId: string; value: unknown }>();
+  private readonly schedules = new Map<string, ScheduleRecord>();
+  private readonly workers = new Map<string, WorkerInfo>();
+  private readonly listeners = new Set<(queue: string | null) => void>();
+  private seq = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.clock = options.clock ?? Date.now;
+  }
+
+  async migrate(): Promise<void> {}
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
+  async now(): Promise<Date> {
+    return new Date(this.clock());
+  }
+
+  private publicJob(row: Row): JobRecord {
+    const { seq: _seq, leaseToken: _token, ...job } = row;
+    return clone(job);
+  }
+
+  async insertJobs(jobs: NewJob[]): Promise<InsertResult[]> {
+    const now = this.clock();
+    const results: InsertResult[] = [];
+    const createdQueues = new Set<string>();
+    for (const input of jobs) {
+      const keyId = input.key ? this.byKey.get(`${input.queue}\u0000${input.key}`) : undefined;
+      const existing = keyId ? this.jobs.get(keyId) : undefined;
+      if (existing) {
+        results.push({ job: this.publicJob(existing), created: false });
+        continue;
+      }
+      const seq = ++this.seq;
+      const row: Row = {
+        seq,
+        leaseToken: 0,
+        id: String(seq),
+        queue: input.queue,
+        name: input.name,
+        state: "pending",
+        priority: input.priority,
+        attempt: 0,
+        maxAttempts: input.maxAttempts,
+        runAt: input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0)),
+        payload: clone(input.payload),
+        key: input.key ?? null,
+        attempts: [],
+        result: null,
+        progress: null,
+        lastError: null,
+        createdAt: new Date(now),
+        startedAt: null,
+        finishedAt: null,
+        lockedBy: null,
+        lockedUntil: null,
+        cancelRequested: false,
+      };
+      this.jobs.set(row.id, row);
+      if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
+      createdQueues.add(row.queue);
+      results.push({ job: this.publicJob(row), created: true });
+    }
+    for (const queue of createdQueues) this.notify(queue);
+    return results;
+  }
+
+  private notify(queue: string | null): void {
+    for (const listener of this.listeners) queueMicrotask(() => listener(queue));
+  }
+
+  onJobsAvailable(listener: (queue: string | null) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    const row = this.jobs.get(String(id));
+    return row ? this.publicJob(row) : null;
+  }
+
+  async listJobs(filter: JobFilter): Promise<JobPage> {
+    const limit = filter.limit ?? 50;
+    const before = decodeCursor(filter.cursor);
+    const rows = [...this.jobs.values()]
+      .filter(
+        (r) =>
+          (!filter.queue || r.queue === filter.queue) &&
+          (!filter.state || r.state === filter.state) &&
+          (!filter.name || r.name === filter.name) &&
+          (before === null || r.seq < before) &&
+          (!filter.search || matchesSearch(r, filter.search)),
+      )
+      .sort((a, b) => b.seq - a.seq);
+    const page = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].seq) : null;
+    return { jobs: page.map((r) => this.publicJob(r)), nextCursor };
+  }
+
+  async stats(): Promise<QueueStats[]> {
+    const now = this.clock();
+    const byQueue = new Map<string, QueueStats>();
+    for (const r of this.jobs.values()) {
+      let s = byQueue.get(r.queue);
+      if (!s) {
+        s = {
+          queue: r.queue,
+          pending: 0,
+          delayed: 0,
+          running: 0,
+          completed: 0,
+          failed: 0,
+          cancelled: 0,
+          completedLastHour: 0,
+          failedLastHour: 0,
+          completedLastDay: 0,
+          failedLastDay: 0,
+          oldestPendingMs: null,
+        };
+        byQueue.set(r.queue, s);
+      }
+      if (r.state === "pending") {
+        if (r.runAt.getTime() <= now) {
+          s.pending++;
+          const age = now - r.runAt.getTime();
+          s.oldestPendingMs = Math.max(s.oldestPendingMs ?? 0, age);
+        } else s.delayed++;
+      } else s[r.state]++;
+      const finished = r.finishedAt?.getTime();
+      if (finished !== undefined && (r.state === "completed" || r.state === "failed")) {
+        if (now - finished <= 3_600_000) s[r.state === "completed" ? "completedLastHour" : "failedLastHour"]++;
+        if (now - finished <= 86_400_000) s[r.state === "completed" ? "completedLastDay" : "failedLastDay"]++;
+      }
+    }
+    return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+  }
+
+  async throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
+    const now = this.clock();
+    const buckets = new Map<string, ThroughputBucket>();
+    for (const r of this.jobs.values()) {
+      const finished = r.finishedAt?.getTime();
+      if (finished === undefined || now - finished > sinceMs) continue;
+      if (r.state !== "completed" && r.state !== "failed") continue;
+      const at = Math.floor(finished / bucketMs) * bucketMs;
+      const id = `${r.queue}\u0000${at}`;
+      let b = buckets.get(id);
+      if (!b) {
+        b = { at: new Date(at), queue: r.queue, completed: 0, failed: 0 };
+        buckets.set(id, b);
+      }
+      b[r.state]++;
+    }
+    return [...buckets.values()].sort((a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue));
+  }
+
+  async claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
+    const now = this.clock();
+    const due = [...this.jobs.values()]
+      .filter((r) => r.queue === req.queue && r.state === "pending" && r.runAt.getTime() <= now)
+      .sort((a, b) => b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq)
+      .slice(0, Math.max(0, req.limit));
+    return due.map((r) => {
+      r.state = "running";
+      r.attempt += 1;
+      r.leaseToken += 1;
+      r.lockedBy = req.workerId;
+      r.lockedUntil = new Date(now + req.leaseMs);
+      r.startedAt = new Date(now);
+      r.progress = null;
+      return {
+        id: r.id,
+        queue: r.queue,
+        name: r.name,
+        payload: clone(r.payload),
+        priority: r.priority,
+        attempt: r.attempt,
+        maxAttempts: r.maxAttempts,
+        key: r.key,
+        runAt: new Date(r.runAt),
+        createdAt: new Date(r.createdAt),
+        leaseToken: r.leaseToken,
+        lockedUntil: new Date(r.lockedUntil),
+      };
+    });
+  }
+
+  private held(lease: Lease): Row | undefined {
+    const row = this.jobs.get(lease.id);
+    return row && row.state === "running" && row.leaseToken === lease.leaseToken ? row : undefined;
+  }
+
+  async extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+    const now = this.clock();
+    return leases.map((lease) => {
+      const row = this.held(lease);
+      if (row) row.lockedUntil = new Date(now + leaseMs);
+      return { id: lease.id, held: row !== undefined, cancelRequested: row?.cancelRequested ?? false };
+    });
+  }
+
+  async finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
+    const now = this.clock();
+    const applied = outcomes.map((outcome) => {
+      const row = this.held(outcome);
+      if (!row) return false;
+      this.applyOutcome(row, outcome, now);
+      return true;
+    });
+    return applied;
+  }
+
+  private applyOutcome(row: Row, outcome: Outcome, now: number): void {
+    const t = outcomeTransition(outcome, row.cancelRequested, now);
+    row.attempts.push(attemptFromOutcome(outcome, t, row.attempt, row.startedAt ?? new Date(now), new Date(now)));
+    row.state = t.state;
+    if (t.uncharge) row.attempt -= 1;
+    if (t.runAt) row.runAt = t.runAt;
+    if (outcome.error) row.lastError = outcome.error.message;
+    if (outcome.kind === "completed") row.result = clone(outcome.result ?? null);
+    if (t.state !== "pending") row.finishedAt = new Date(now);
+    row.lockedBy = null;
+    row.lockedUntil = null;
+    row.cancelRequested = false;
+    if (t.state === "pending") this.notify(row.queue);
+  }
+
+  async completeInTransaction<T>(
+    lease: Lease,
+    worker: string,
+    fn: (tx: unknown) => Promise<T> | T,
+  ): Promise<{ applied: boolean; value?: T }> {
+    if (!this.held(lease)) return { applied: false };
+    const value = await fn(null);
+    const row = this.held(lease);
+    if (!row) return { applied: false };
+    this.applyOutcome(row, { ...lease, kind: "completed", result: value, worker }, this.clock());
+    return { applied: true, value };
+  }
+
+  async setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
+    const row = this.held(lease);
+    if (row) row.progress = { ...progress };
+    return row !== undefined;
+  }
+
+  async rescueExpiredLeases(): Promise<RescuedJob[]> {
+    const now = this.clock();
+    const rescued: RescuedJob[] = [];
+    for (const row of this.jobs.values()) {
+      if (row.state !== "running" || (row.lockedUntil?.getTime() ?? 0) >= now) continue;
+      const record: AttemptRecord = {
+        attempt: row.attempt,
+        startedAt: (row.startedAt ?? new Date(now)).toISOString(),
+        finishedAt: new Date(now).toISOString(),
+        worker: row.lockedBy,
+        outcome: "lost",
+        error: `lease expired: worker ${row.lockedBy ?? "?"} stopped heartbeating`,
+        kind: "lost",
+      };
+      row.attempts.push(record);
+      row.lastError = record.error ?? null;
+      row.state = row.cancelRequested ? "cancelled" : row.attempt >= row.maxAttempts ? "failed" : "pending";
+      if (row.state === "pending") row.runAt = new Date(now);
+      else row.finishedAt = new Date(now);
+      row.lockedBy = null;
+      row.lockedUntil = null;
+      row.cancelRequested = false;
+      rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
+      if (row.state === "pending") this.notify(row.queue);
+    }
+    return rescued;
+  }
+
+  async nextRunAt(queues: string[]): Promise<Date | null> {
+    let next: number | null = null;
+    for (const r of this.jobs.values()) {
+      if (r.state === "pending" && queues.includes(r.queue)) {
+        const t = r.runAt.getTime();
+        if (next === null || t < next) next = t;
+      }
+    }
+    return next === null ? null : new Date(next);
+  }
+
+  async cancelJob(id: string): Promise<JobRecord | null> {
+    const row = this.jobs.get(String(id));
+    if (!row) return null;
+    if (row.state === "pending") {
+      row.state = "cancelled";
+      row.finishedAt = new Date(this.clock());
+    } else if (row.state === "running") {
+      row.cancelRequested = true;
+    }
+    return this.publicJob(row);
+  }
+
+  private selectFinished(filter: { ids?: string[]; queue?: string }, states: string[]): Row[] {
+    const ids = filter.ids ? new Set(filter.ids.map(String)) : null;
+    return [...this.jobs.values()].filter(
+      (r) => states.includes(r.state) && (!ids || ids.has(r.id)) && (!filter.queue || r.queue === filter.queue),
+    );
+  }
+
+  async retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    const now = this.clock();
+    const rows = this.selectFinished(filter, ["failed", "cancelled"]);
+    for (const row of rows) {
+      row.state = "pending";
+      row.runAt = new Date(now);
+      row.attempt = 0;
+      row.finishedAt = null;
+      this.notify(row.queue);
+    }
+    return rows.length;
+  }
+
+  async discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    const rows = this.selectFinished(filter, ["failed"]);
+    for (const row of rows) this.deleteRow(row);
+    return rows.length;
+  }
+
+  private deleteRow(row: Row): void {
+    this.jobs.delete(row.id);
+    if (row.key) this.byKey.delete(`${row.queue}\u0000${row.key}`);
+  }
+
+  async pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+    const now = this.clock();
+    let pruned = 0;
+    for (const row of [...this.jobs.values()]) {
+      const finished = row.finishedAt?.getTime();
+      if (finished === undefined) continue;
+      const age = now - finished;
+      const old =
+        ((row.state === "completed" || row.state === "cancelled") && age > req.completedAgeMs) ||
+        (row.state === "failed" && age > req.failedAgeMs);
+      if (old) {
+        this.deleteRow(row);
+        pruned++;
+      }
+    }
+    return pruned;
+  }
+
+  async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
+    const entry = this.ledger.get(key);
+    return entry ? { found: true, value: clone(entry.value) } : { found: false };
+  }
+
+  async ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
+    if (!this.ledger.has(key)) this.ledger.set(key, { jobId, value: clone(value) });
+  }
+
+  async syncSchedules(schedules: ScheduleInput[]): Promise<void> {
+    const names = new Set(schedules.map((s) => s.name));
+    for (const [name, s] of this.schedules) if (s.source === "code" && !names.has(name)) this.schedules.delete(name);
+    for (const s of schedules) await this.upsertSchedule(s);
+  }
+
+  async upsertSchedule(input: ScheduleInput): Promise<void> {
+    const existing = this.schedules.get(input.name);
+    const unchanged = existing && existing.cron === input.cron && existing.timezone === input.timezone;
+    this.schedules.set(input.name, {
+      ...clone(input),
+      // Keep the position in time of an unchanged schedule so a restart neither skips nor repeats a slot.
+      nextRunAt: unchanged ? existing.nextRunAt : input.nextRunAt,
+      lastFiredAt: existing?.lastFiredAt ?? null,
+      lastSlot: existing?.lastSlot ?? null,
+      createdAt: existing?.createdAt ?? new Date(this.clock()),
+    });
+  }
+
+  async removeSchedule(name: string): Promise<boolean> {
+    return this.schedules.delete(name);
+  }
+
+  async listSchedules(): Promise<ScheduleRecord[]> {
+    return [...this.schedules.values()].map(clone).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async dueSchedules(): Promise<ScheduleRecord[]> {
+    const now = this.clock();
+    return (await this.listSchedules()).filter((s) => s.nextRunAt.getTime() <= now);
+  }
+
+  async advanceSchedule(req: {
+    name: string;
+    expectedNextRunAt: Date;
+    nextRunAt: Date;
+    lastSlot: Date | null;
+  }): Promise<boolean> {
+    const s = this.schedules.get(req.name);
+    if (!s || s.nextRunAt.getTime() !== req.expectedNextRunAt.getTime()) return false;
+    s.nextRunAt = new Date(req.nextRunAt);
+    if (req.lastSlot) {
+      s.lastSlot = new Date(req.lastSlot);
+      s.lastFiredAt = new Date(this.clock());
+    }
+    return true;
+  }
+
+  async registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void> {
+    const now = new Date(this.clock());
+    this.workers.set(info.id, { ...clone(info), startedAt: now, lastHeartbeatAt: now });
+  }
+
+  async heartbeatWorker(id: string, running: number, processed: number): Promise<void> {
+    const w = this.workers.get(id);
+    if (w) Object.assign(w, { running, processed, lastHeartbeatAt: new Date(this.clock()) });
+  }
+
+  async unregisterWorker(id: string): Promise<void> {
+    this.workers.delete(id);
+  }
+
+  async listWorkers(staleMs: number): Promise<WorkerInfo[]> {
+    const now = this.clock();
+    return [...this.workers.values()].filter((w) => now - w.lastHeartbeatAt.getTime() <= staleMs).map(clone);
+  }
+}

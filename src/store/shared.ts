@@ -1,0 +1,83 @@
+/**
+ * Pieces of the Store contract that are the same for every backend and hold no SQL:
+ * how an outcome moves a job, what history entry it leaves, cursors.
+ */
+import { ValidationError } from "../errors.js";
+import type { AttemptOutcome, AttemptRecord, JobRecord, JobState } from "../job.js";
+import type { Outcome } from "./types.js";
+
+export interface Transition {
+  state: JobState;
+  outcome: AttemptOutcome;
+  /** The attempt does not count against maxAttempts (snooze, shutdown release). */
+  uncharge: boolean;
+  /** New run_at for a job that goes back to pending. */
+  runAt?: Date;
+}
+
+/**
+ * Where an outcome takes a job. A cancel requested while the job ran turns any
+ * non-completed outcome into "cancelled": the handler saw its signal abort.
+ * A handler that completed anyway stays completed — its work happened.
+ */
+export function outcomeTransition(outcome: Outcome, cancelRequested: boolean, nowMs: number): Transition {
+  if (cancelRequested && outcome.kind !== "completed") {
+    return { state: "cancelled", outcome: "cancelled", uncharge: false };
+  }
+  switch (outcome.kind) {
+    case "completed":
+      return { state: "completed", outcome: "completed", uncharge: false };
+    case "failed":
+      return { state: "failed", outcome: "failed", uncharge: false };
+    case "cancelled":
+      return { state: "cancelled", outcome: "cancelled", uncharge: false };
+    case "retry":
+      return { state: "pending", outcome: "retried", uncharge: false, runAt: new Date(nowMs + (outcome.delayMs ?? 0)) };
+    case "snoozed":
+      return { state: "pending", outcome: "snoozed", uncharge: true, runAt: new Date(nowMs + (outcome.delayMs ?? 0)) };
+    case "released":
+      return { state: "pending", outcome: "interrupted", uncharge: true, runAt: new Date(nowMs) };
+  }
+}
+
+/** The history entry an outcome leaves. */
+export function attemptFromOutcome(
+  outcome: Outcome,
+  t: Transition,
+  attempt: number,
+  startedAt: Date,
+  finishedAt: Date,
+): AttemptRecord {
+  const record: AttemptRecord = {
+    attempt,
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    worker: outcome.worker,
+    outcome: t.outcome,
+  };
+  if (outcome.error) {
+    record.error = outcome.error.message;
+    if (outcome.error.stack) record.stack = outcome.error.stack;
+    record.kind = outcome.error.kind;
+  }
+  if (t.runAt && t.state === "pending") record.retryAt = t.runAt.toISOString();
+  return record;
+}
+
+/** Cursors are the id (a positive integer) of the last job of the previous page. */
+export function encodeCursor(seq: number | string): string {
+  return String(seq);
+}
+
+export function decodeCursor(cursor: string | undefined | null): number | null {
+  if (cursor === undefined || cursor === null || cursor === "") return null;
+  if (!/^\d{1,18}$/.test(cursor)) throw new ValidationError(`invalid cursor ${JSON.stringify(cursor)}: expected a job id`);
+  return Number(cursor);
+}
+
+/** Search semantics for listJobs: id equals, key contains, or payload JSON contains. */
+export function matchesSearch(job: Pick<JobRecord, "id" | "key" | "payload">, search: string): boolean {
+  if (job.id === search) return true;
+  if (job.key?.includes(search)) return true;
+  return JSON.stringify(job.payload ?? null).includes(search);
+}

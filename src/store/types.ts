@@ -1,0 +1,250 @@
+/**
+ * The Store contract: every database operation errand needs, each a whole
+ * transaction named for what it does. The worker, scheduler, HTTP and CLI
+ * layers speak only this interface; all SQL lives behind it in store/<backend>/.
+ *
+ * Semantics every store must meet are pinned by test/conformance/ (one suite,
+ * every store) and described in DESIGN.md. Times that decide anything (run_at,
+ * leases, schedule due times) come from the store's own clock: the database's
+ * `now()` for Postgres, SQLite's clock for SQLite, an injectable clock for memory.
+ */
+import type { AttemptRecord, JobRecord, JobState } from "../job.js";
+import type { ErrorKind } from "../errors.js";
+
+export type StoreKind = "memory" | "sqlite" | "postgres";
+
+/** A job to insert, already validated. */
+export interface NewJob {
+  queue: string;
+  name: string;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number;
+  /** Absolute due time; if absent, `delayMs` after the store's now (0 = now). */
+  runAt?: Date;
+  delayMs?: number;
+  key?: string | null;
+}
+
+export interface InsertResult {
+  job: JobRecord;
+  /** false when an existing job with the same (queue, key) was returned instead. */
+  created: boolean;
+}
+
+/** A claimed job: what the executor needs, plus the lease token that fences every later write. */
+export interface ClaimedJob {
+  id: string;
+  queue: string;
+  name: string;
+  payload: unknown;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  key: string | null;
+  runAt: Date;
+  createdAt: Date;
+  leaseToken: number;
+  lockedUntil: Date;
+}
+
+export interface Lease {
+  id: string;
+  leaseToken: number;
+}
+
+export interface LeaseStatus {
+  id: string;
+  /** false: the lease was lost (expired and rescued, or the job was taken over). */
+  held: boolean;
+  cancelRequested: boolean;
+}
+
+/** How an attempt ended, as the worker reports it. Every one is fenced by the lease token. */
+export type OutcomeKind =
+  | "completed" // → completed
+  | "retry" // → pending at now + delayMs, attempt charged
+  | "failed" // → failed (dead-letter queue)
+  | "snoozed" // → pending at now + delayMs, attempt not charged
+  | "released" // → pending now, attempt not charged (interrupted by shutdown)
+  | "cancelled"; // → cancelled
+
+export interface Outcome {
+  id: string;
+  leaseToken: number;
+  kind: OutcomeKind;
+  result?: unknown;
+  delayMs?: number;
+  error?: { message: string; stack?: string; kind: ErrorKind };
+  worker: string;
+}
+
+export interface JobFilter {
+  queue?: string;
+  state?: JobState;
+  name?: string;
+  /** Matches id, key, or payload text (substring). */
+  search?: string;
+  limit?: number;
+  /** Opaque cursor from a previous page. Pages go newest first (id descending). */
+  cursor?: string;
+}
+
+export interface JobPage {
+  jobs: JobRecord[];
+  nextCursor: string | null;
+}
+
+export interface QueueStats {
+  queue: string;
+  pending: number; // due now
+  delayed: number; // pending with run_at in the future
+  running: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  completedLastHour: number;
+  failedLastHour: number;
+  completedLastDay: number;
+  failedLastDay: number;
+  /** Age in ms of the oldest due pending job, or null. */
+  oldestPendingMs: number | null;
+}
+
+export interface RescuedJob {
+  id: string;
+  queue: string;
+  name: string;
+  state: "pending" | "failed" | "cancelled";
+  attempt: number;
+}
+
+export interface ThroughputBucket {
+  /** Bucket start. */
+  at: Date;
+  queue: string;
+  completed: number;
+  failed: number;
+}
+
+export type MissedPolicy = "latest" | "all";
+
+export interface ScheduleRecord {
+  name: string;
+  cron: string;
+  timezone: string;
+  jobName: string;
+  queue: string;
+  payload: unknown;
+  priority: number;
+  missed: MissedPolicy;
+  /** "code": defined in code and synced at start-up; "cli": added by hand. */
+  source: "code" | "cli";
+  nextRunAt: Date;
+  lastFiredAt: Date | null;
+  lastSlot: Date | null;
+  createdAt: Date;
+}
+
+export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt">;
+
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  queues: Record<string, number>;
+  startedAt: Date;
+  lastHeartbeatAt: Date;
+  running: number;
+  processed: number;
+}
+
+/** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
+export type TxHandle = unknown;
+
+export interface Store {
+  readonly kind: StoreKind;
+
+  /** Creates or upgrades the schema; safe when several processes run it at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+  /** The store's clock. */
+  now(): Promise<Date>;
+
+  /** Inserts jobs in one transaction (or inside the caller's `tx`). A duplicate (queue, key) returns the existing job. */
+  insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]>;
+  getJob(id: string): Promise<JobRecord | null>;
+  listJobs(filter: JobFilter): Promise<JobPage>;
+  stats(): Promise<QueueStats[]>;
+  /** Completed and failed counts per queue per bucket since `sinceMs` ago, from finished_at. */
+  throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]>;
+
+  /**
+   * Claims up to `limit` due pending jobs of one queue, in order (priority desc, run_at, id),
+   * each with a fresh lease token and a lease of `leaseMs` from the store's clock.
+   */
+  claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]>;
+  /** Extends the leases still held; reports lost leases and cancel requests. */
+  extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]>;
+  /** Records outcomes (in one transaction); returns per outcome whether it was applied (false = fenced off). */
+  finishJobs(outcomes: Outcome[]): Promise<boolean[]>;
+  /**
+   * Runs `fn` inside a store transaction and completes the job in the same transaction if the
+   * lease is still held; if it is not, the transaction rolls back and this returns false.
+   * `fn` receives the transaction handle (node-postgres client / better-sqlite3 Database).
+   */
+  completeInTransaction<T>(
+    lease: Lease,
+    worker: string,
+    fn: (tx: TxHandle) => Promise<T> | T,
+  ): Promise<{ applied: boolean; value?: T }>;
+  /** Saves handler progress for a running job (fenced). */
+  setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean>;
+  /** Returns running jobs whose lease expired to pending (outcome "lost", charged) or failed when attempts are spent. */
+  rescueExpiredLeases(workerNote?: string): Promise<RescuedJob[]>;
+  /** Earliest run_at among pending jobs of these queues, for a precise wake-up; null if none. */
+  nextRunAt(queues: string[]): Promise<Date | null>;
+
+  /** pending → cancelled at once; running → cancel requested (seen at the next heartbeat). */
+  cancelJob(id: string): Promise<JobRecord | null>;
+  /** failed (or cancelled) → pending now with a fresh attempt budget; history kept. */
+  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
+  /** Deletes failed jobs (from the dead-letter queue). */
+  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
+  /** Deletes completed and cancelled jobs finished more than `completedAgeMs` ago, failed ones past `failedAgeMs`. */
+  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number>;
+
+  /** The side-effect ledger behind ctx.once. */
+  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }>;
+  ledgerPut(key: string, jobId: string, value: unknown): Promise<void>;
+
+  /** Replaces the set of schedules from code (source "code"); schedules added by hand are kept. */
+  syncSchedules(schedules: ScheduleInput[]): Promise<void>;
+  upsertSchedule(schedule: ScheduleInput): Promise<void>;
+  removeSchedule(name: string): Promise<boolean>;
+  listSchedules(): Promise<ScheduleRecord[]>;
+  /** Schedules whose next_run_at ≤ now. */
+  dueSchedules(): Promise<ScheduleRecord[]>;
+  /** Compare-and-set: moves next_run_at from `expectedNextRunAt` on; false if another scheduler already did. */
+  advanceSchedule(req: {
+    name: string;
+    expectedNextRunAt: Date;
+    nextRunAt: Date;
+    lastSlot: Date | null;
+  }): Promise<boolean>;
+
+  /** Live workers registry (dashboard). */
+  registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void>;
+  heartbeatWorker(id: string, running: number, processed: number): Promise<void>;
+  unregisterWorker(id: string): Promise<void>;
+  /** Workers with a heartbeat within `staleMs`. */
+  listWorkers(staleMs: number): Promise<WorkerInfo[]>;
+
+  /**
+   * Subscribe to "jobs may be available" signals (in-process enqueue, LISTEN/NOTIFY, or another
+   * process's commit). Returns an unsubscribe function. Polling remains the safety net.
+   */
+  onJobsAvailable(listener: (queue: string | null) => void): () => void;
+}
+
+export type { AttemptRecord };
