@@ -31,9 +31,12 @@ export class PermanentError extends ErrandError {
 /** Thrown by a handler: try again, optionally after `retryAfter` (e.g. a 429's Retry-After). */
 export class RetryableError extends ErrandError {
   readonly retryAfterMs?: number;
-  constructor(message: string, options?: { cause?: unknown; retryAfter?: Duration }) {
+  /** A rate limit, not a fault: the job is snoozed for `retryAfter` without spending an attempt. */
+  readonly rateLimited: boolean;
+  constructor(message: string, options?: { cause?: unknown; retryAfter?: Duration; rateLimited?: boolean }) {
     super("ERR_RETRYABLE", message, options);
     this.name = "RetryableError";
+    this.rateLimited = options?.rateLimited ?? false;
     if (options?.retryAfter !== undefined) this.retryAfterMs = parseDuration(options.retryAfter, "retryAfter");
   }
 }

@@ -1,0 +1,361 @@
+import { EventEmitter } from "node:events";
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { parseDuration, type Duration } from "./duration.js";
+import { ValidationError } from "./errors.js";
+import {
+  type AnyJobDefinition,
+  type JobDefinition,
+  type JobRecord,
+  MAX_ATTEMPTS_RANGE,
+  PRIORITY_RANGE,
+  checkInteger,
+} from "./job.js";
+import { createLogger, type Logger } from "./logger.js";
+import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "./payload.js";
+import { DEFAULT_URL, openStore } from "./store/open.js";
+import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
+import { type QueueOptions, Worker, type WorkerOptions } from "./worker/worker.js";
+
+export interface OpenErrandOptions {
+  /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
+  url?: string;
+  /** Share the application's own better-sqlite3 Database (for transactional enqueue). */
+  db?: unknown;
+  /** A ready store (advanced: tests, custom backends). */
+  store?: Store;
+  /** Postgres schema for errand's tables (default "errand"). */
+  schema?: string;
+  /** The job definitions this process knows (needed to work; enqueue also accepts any definition). */
+  jobs?: readonly AnyJobDefinition[];
+  /** A pino logger, or options for the built-in one. */
+  logger?: Logger;
+  /** Log payloads in job log lines (off by default: payloads may hold personal data). */
+  logPayloads?: boolean;
+  /** Largest payload in bytes (JSON). Default 1 MiB. */
+  payloadLimit?: number;
+  /** Run migrations on open (default true). */
+  migrate?: boolean;
+}
+
+export interface EnqueueOptions {
+  priority?: number;
+  /** Run no earlier than this long from now. */
+  delay?: Duration;
+  /** Run no earlier than this instant (Date or ISO string). */
+  runAt?: Date | string;
+  maxAttempts?: number;
+  /** Idempotency key: a job of this queue with the same key is returned instead of a new one. */
+  key?: string;
+  /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
+  tx?: TxHandle;
+}
+
+export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
+  payload: P;
+}
+
+/** What `enqueue` returns: the job record, and whether it was created (false: an existing job's key matched). */
+export type EnqueuedJob<P> = JobRecord<P> & { created: boolean };
+
+export interface JobEvent {
+  job: { id: string; queue: string; name: string; attempt: number; maxAttempts: number; priority: number; payload: unknown; key: string | null };
+  result?: unknown;
+  error?: Error;
+  delayMs?: number;
+}
+
+export interface ErrandEvents {
+  completed: [JobEvent];
+  retrying: [JobEvent];
+  failed: [JobEvent];
+  snoozed: [JobEvent];
+  cancelled: [JobEvent];
+  released: [JobEvent];
+  lost: [RescuedJob];
+  enqueued: [JobRecord[]];
+}
+
+type JobRef<P> = JobDefinition<P, unknown> | string;
+
+/** The facade a user opens: enqueue, inspect, work. */
+export class Errand extends EventEmitter<ErrandEvents> {
+  readonly store: Store;
+  readonly log: Logger;
+  private readonly jobs = new Map<string, AnyJobDefinition>();
+  private readonly workers = new Set<Worker>();
+  private readonly ownsStore: boolean;
+  private readonly payloadLimit: number;
+  private readonly logPayloads: boolean;
+  /** Extra periodic work for workers (the scheduler registers itself here). */
+  readonly maintenance: Array<() => Promise<void>> = [];
+  private closed = false;
+
+  constructor(store: Store, options: OpenErrandOptions & { ownsStore: boolean }) {
+    super();
+    this.store = store;
+    this.ownsStore = options.ownsStore;
+    this.log = options.logger ?? createLogger();
+    this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
+    this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
+    for (const job of options.jobs ?? []) this.register(job);
+  }
+
+  /** Adds job definitions this process can run. A second definition with the same name is an error. */
+  register(...defs: AnyJobDefinition[]): this {
+    for (const def of defs) {
+      if (!def || typeof def !== "object" || typeof def.name !== "string" || typeof def.run !== "function") {
+        throw new TypeError("register() takes job definitions made by defineJob()");
+      }
+      const existing = this.jobs.get(def.name);
+      if (existing && existing !== def) throw new ValidationError(`job "${def.name}" is defined twice`);
+      this.jobs.set(def.name, def);
+    }
+    return this;
+  }
+
+  /** Names of the registered jobs. */
+  get jobNames(): string[] {
+    return [...this.jobs.keys()].sort();
+  }
+
+  /** Queues of the registered jobs. */
+  get queueNames(): string[] {
+    return [...new Set([...this.jobs.values()].map((j) => j.queue))].sort();
+  }
+
+  /** The definition of a job name, or a ValidationError listing the known names. */
+  job(name: string): AnyJobDefinition {
+    const def = this.jobs.get(name);
+    if (!def) {
+      throw new ValidationError(`unknown job "${name}"; known jobs: ${this.jobNames.join(", ") || "(none registered)"}`);
+    }
+    return def;
+  }
+
+  private resolve<P>(ref: JobRef<P>): JobDefinition<P, unknown> {
+    if (typeof ref === "string") return this.job(ref) as unknown as JobDefinition<P, unknown>;
+    if (!ref || typeof ref !== "object" || !("schema" in ref)) {
+      throw new TypeError("enqueue takes a job definition (from defineJob) or a registered job name");
+    }
+    if (!this.jobs.has(ref.name)) this.register(ref as unknown as AnyJobDefinition);
+    return ref;
+  }
+
+  /** Validates one payload and its options into a row to insert. Synchronous when the schema is. */
+  private prepare<P>(def: JobDefinition<P, unknown>, payload: P, options: Omit<EnqueueOptions, "tx">, what: string): NewJob | Promise<NewJob> {
+    const row = this.prepareOptions(def, options, what);
+    const normalized = normalizePayload(payload, this.payloadLimit, what);
+    const checked = def.schema["~standard"].validate(normalized);
+    const finish = (result: StandardSchemaV1.Result<P>): NewJob => {
+      if (result.issues) {
+        const detail = result.issues
+          .map((i) => `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`)
+          .join("; ");
+        throw new ValidationError(`${what} does not match the schema of job "${def.name}": ${detail}`, result.issues);
+      }
+      return { ...row, payload: normalized };
+    };
+    return checked instanceof Promise ? checked.then(finish) : finish(checked);
+  }
+
+  private prepareOptions<P>(def: JobDefinition<P, unknown>, options: Omit<EnqueueOptions, "tx">, what: string): Omit<NewJob, "payload"> {
+    if (options.delay !== undefined && options.runAt !== undefined) {
+      throw new ValidationError(`${what}: give either delay or runAt, not both`);
+    }
+    const row: Omit<NewJob, "payload"> = {
+      queue: def.queue,
+      name: def.name,
+      priority: checkOption(() => checkInteger(options.priority ?? def.priority, "priority", PRIORITY_RANGE), what),
+      maxAttempts: checkOption(
+        () => checkInteger(options.maxAttempts ?? def.maxAttempts, "maxAttempts", MAX_ATTEMPTS_RANGE),
+        what,
+      ),
+      key: null,
+    };
+    if (options.key !== undefined && options.key !== null) {
+      if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
+        throw new ValidationError(`${what}: key must be a non-empty string of at most 512 characters`);
+      }
+      row.key = options.key;
+    }
+    if (options.delay !== undefined) row.delayMs = checkOption(() => parseDuration(options.delay as Duration, "delay"), what);
+    if (options.runAt !== undefined) row.runAt = parseInstant(options.runAt, what);
+    return row;
+  }
+
+  /**
+   * Stores one job. With `key`, an existing job of the queue with that key is returned instead
+   * (created: false). With `tx`, the insert joins the caller's transaction. With a synchronous
+   * schema (zod, valibot, …) the insert is issued before this function first yields, so it also
+   * works inside better-sqlite3's synchronous `db.transaction(() => …)`.
+   */
+  enqueue<P>(job: JobRef<P>, payload: P, options: EnqueueOptions = {}): Promise<EnqueuedJob<P>> {
+    try {
+      this.assertOpen();
+      const def = this.resolve(job);
+      const row = this.prepare(def, payload, options, "payload");
+      const insert = (r: NewJob) =>
+        this.store.insertJobs([r], options.tx).then(([result]) => {
+          this.afterInsert([result.job], [result.created]);
+          return { ...(result.job as JobRecord<P>), created: result.created };
+        });
+      return row instanceof Promise ? row.then(insert) : insert(row);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Stores many jobs of one type in one transaction. Any invalid item rejects the whole call; nothing is stored. */
+  async enqueueMany<P>(
+    job: JobRef<P>,
+    items: readonly EnqueueManyItem<P>[],
+    options: { tx?: TxHandle } = {},
+  ): Promise<EnqueuedJob<P>[]> {
+    this.assertOpen();
+    if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
+    const def = this.resolve(job);
+    const rows = await Promise.all(
+      items.map((item, i) => {
+        if (!item || typeof item !== "object" || !("payload" in item)) {
+          throw new ValidationError(`item ${i}: expected { payload, ...options }`);
+        }
+        const { payload, ...rest } = item;
+        return this.prepare(def, payload, rest, `item ${i} payload`);
+      }),
+    );
+    if (rows.length === 0) return [];
+    const results = await this.store.insertJobs(rows, options.tx);
+    this.afterInsert(
+      results.map((r) => r.job),
+      results.map((r) => r.created),
+    );
+    return results.map((r) => ({ ...(r.job as JobRecord<P>), created: r.created }));
+  }
+
+  private afterInsert(jobs: JobRecord[], created: boolean[]): void {
+    const fresh = jobs.filter((_, i) => created[i]);
+    if (fresh.length > 0) this.emit("enqueued", fresh);
+  }
+
+  getJob(id: string): Promise<JobRecord | null> {
+    return this.store.getJob(String(id));
+  }
+
+  listJobs(filter: JobFilter = {}): Promise<JobPage> {
+    if (filter.limit !== undefined) checkInteger(filter.limit, "limit", { min: 1, max: 1000 });
+    return this.store.listJobs(filter);
+  }
+
+  stats(): Promise<QueueStats[]> {
+    return this.store.stats();
+  }
+
+  /** Cancels a pending job at once; a running one is told at its next heartbeat. */
+  cancel(id: string): Promise<JobRecord | null> {
+    return this.store.cancelJob(String(id));
+  }
+
+  /** Retries a job from the dead-letter queue (failed or cancelled) with a fresh attempt budget. */
+  async retry(id: string): Promise<JobRecord | null> {
+    const count = await this.store.retryJobs({ ids: [String(id)] });
+    return count > 0 ? this.store.getJob(String(id)) : null;
+  }
+
+  /** Retries every failed job (of one queue, or all). Returns how many. */
+  retryFailed(filter: { queue?: string } = {}): Promise<number> {
+    return this.store.retryJobs(filter);
+  }
+
+  /** Deletes a failed job from the dead-letter queue. */
+  async discard(id: string): Promise<boolean> {
+    return (await this.store.discardJobs({ ids: [String(id)] })) > 0;
+  }
+
+  /** Deletes every failed job (of one queue, or all). Returns how many. */
+  discardFailed(filter: { queue?: string } = {}): Promise<number> {
+    return this.store.discardJobs(filter);
+  }
+
+  /**
+   * Starts a worker for some queues, each with its own concurrency. With no queues given, it
+   * serves every queue of the registered jobs at concurrency 10.
+   */
+  work(queues?: Record<string, QueueOptions> | string[], options: WorkerOptions = {}): Worker {
+    this.assertOpen();
+    const known = this.queueNames;
+    const spec: Record<string, QueueOptions> = Array.isArray(queues)
+      ? Object.fromEntries(queues.map((q) => [q, {}]))
+      : (queues ?? Object.fromEntries(known.map((q) => [q, {}])));
+    for (const queue of Object.keys(spec)) {
+      if (!known.includes(queue)) {
+        throw new ValidationError(
+          `unknown queue "${queue}": no registered job uses it; known queues: ${known.join(", ") || "(no jobs registered)"}`,
+        );
+      }
+    }
+    const worker = new Worker(
+      {
+        store: this.store,
+        log: this.log,
+        events: this,
+        logPayloads: this.logPayloads,
+        findJob: (name) => this.jobs.get(name),
+        knownJobNames: () => this.jobNames,
+        maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,
+      },
+      spec,
+      options,
+    );
+    this.workers.add(worker);
+    worker.start();
+    return worker;
+  }
+
+  private async runMaintenance(): Promise<void> {
+    for (const task of this.maintenance) await task();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ValidationError("this errand instance is closed");
+  }
+
+  /** Stops every worker gracefully, then closes the store if errand opened it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.workers].map((w) => w.stop()));
+    if (this.ownsStore) await this.store.close();
+  }
+}
+
+function checkOption<T>(fn: () => T, what: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new ValidationError(`${what}: ${(err as Error).message}`);
+  }
+}
+
+function parseInstant(value: Date | string, what: string): Date {
+  const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+  const date = value instanceof Date ? value : typeof value === "string" && ISO.test(value) ? new Date(value) : null;
+  if (!date || Number.isNaN(date.getTime())) {
+    throw new ValidationError(`${what}: runAt must be a Date or an ISO 8601 time like 2026-01-31T09:00:00Z; got ${JSON.stringify(value)}`);
+  }
+  return date;
+}
+
+/** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */
+export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
+  const ownsStore = !options.store;
+  const store =
+    options.store ?? (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, { schema: options.schema, db: options.db }));
+  try {
+    if (options.migrate !== false) await store.migrate();
+  } catch (err) {
+    if (ownsStore) await store.close().catch(() => {});
+    throw err;
+  }
+  const errand = new Errand(store, { ...options, ownsStore });
+  return errand;
+}

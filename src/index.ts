@@ -1,0 +1,16 @@
+export { openErrand, Errand } from "./errand.js";
+export type { OpenErrandOptions, EnqueueOptions, EnqueueManyItem, EnqueuedJob, JobEvent, ErrandEvents } from "./errand.js";
+export { defineJob, JOB_STATES } from "./job.js";
+export type { JobDefinition, JobRecord, JobState, AttemptRecord, AttemptOutcome } from "./job.js";
+export { ErrandError, PermanentError, RetryableError, ValidationError, JobTimeoutError } from "./errors.js";
+export type { ErrorKind, Classification } from "./errors.js";
+export type { Backoff } from "./backoff.js";
+export type { Duration } from "./duration.js";
+export { parseDuration } from "./duration.js";
+export type { JobContext } from "./worker/context.js";
+export { Worker } from "./worker/worker.js";
+export type { WorkerOptions, QueueOptions, StopResult } from "./worker/worker.js";
+export { createLogger, silentLogger } from "./logger.js";
+export type { Logger } from "./logger.js";
+export { MemoryStore } from "./store/memory/index.js";
+export type { Store, QueueStats, JobFilter, JobPage, ScheduleRecord, WorkerInfo } from "./store/types.js";

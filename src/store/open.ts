@@ -1,0 +1,52 @@
+import { ValidationError } from "../errors.js";
+import { MemoryStore } from "./memory/index.js";
+import type { Store } from "./types.js";
+
+export const DEFAULT_URL = "./errand.db";
+
+export interface OpenStoreOptions {
+  /** Postgres schema for errand's tables (default "errand"). */
+  schema?: string;
+  /** An application's own better-sqlite3 Database to share. */
+  db?: unknown;
+}
+
+/** Where a URL points: `memory:`, `postgres://…`, `sqlite:<path>` / `file:<path>` / a plain path. */
+export function parseStoreUrl(url: string): { kind: "memory" } | { kind: "postgres"; url: string } | { kind: "sqlite"; path: string } {
+  const value = url.trim();
+  if (value === "") throw new ValidationError("store URL is empty; use a file path, sqlite:<path>, memory: or postgres://…");
+  if (value === "memory:" || value === "memory://") return { kind: "memory" };
+  if (/^postgres(ql)?:\/\//i.test(value)) return { kind: "postgres", url: value };
+  const sqlite = /^(sqlite|file):(\/\/)?(.*)$/i.exec(value);
+  if (sqlite) {
+    const path = sqlite[3];
+    if (!path) throw new ValidationError(`store URL ${JSON.stringify(url)} names no file`);
+    return { kind: "sqlite", path };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+    throw new ValidationError(
+      `unsupported store URL scheme in ${JSON.stringify(url.replace(/\/\/[^@/]*@/, "//***@"))}: use a file path, sqlite:<path>, memory: or postgres://…`,
+    );
+  }
+  return { kind: "sqlite", path: value };
+}
+
+/** Opens (and migrates, unless told not to) the store a URL names. Backends load lazily. */
+export async function openStore(url: string = DEFAULT_URL, options: OpenStoreOptions = {}): Promise<Store> {
+  let store: Store;
+  if (options.db) {
+    const { openSqliteStore } = await import("./sqlite/index.js");
+    store = openSqliteStore({ db: options.db as never });
+  } else {
+    const target = parseStoreUrl(url);
+    if (target.kind === "memory") store = new MemoryStore();
+    else if (target.kind === "sqlite") {
+      const { openSqliteStore } = await import("./sqlite/index.js");
+      store = openSqliteStore({ path: target.path });
+    } else {
+      const { openPostgresStore } = await import("./postgres/index.js");
+      store = openPostgresStore({ url: target.url, schema: options.schema });
+    }
+  }
+  return store;
+}

@@ -1,0 +1,110 @@
+/**
+ * The SQLite schema, as numbered migrations. A migration is never edited once released:
+ * a change is a new entry at the end. `migrate()` (store.ts) applies the missing ones inside
+ * one `BEGIN IMMEDIATE` transaction, so several processes opening the same file at once
+ * serialize on SQLite's write lock: the first applies, the others find the versions recorded.
+ *
+ * Tables are prefixed `errand_` so they can live in the application's own database.
+ * Times are integer milliseconds since the epoch; payload, result, progress and the attempt
+ * history are JSON text.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS_TABLE_SQL = `
+CREATE TABLE IF NOT EXISTS errand_migrations (
+  version    INTEGER PRIMARY KEY,
+  name       TEXT    NOT NULL,
+  applied_at INTEGER NOT NULL
+)`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "jobs, ledger, schedules, workers",
+    sql: `
+CREATE TABLE errand_jobs (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  queue            TEXT    NOT NULL,
+  name             TEXT    NOT NULL,
+  state            TEXT    NOT NULL DEFAULT 'pending'
+                   CHECK (state IN ('pending', 'running', 'completed', 'failed', 'cancelled')),
+  priority         INTEGER NOT NULL DEFAULT 0,
+  attempt          INTEGER NOT NULL DEFAULT 0,
+  max_attempts     INTEGER NOT NULL,
+  run_at           INTEGER NOT NULL,
+  payload          TEXT    NOT NULL,
+  key              TEXT,
+  attempts         TEXT    NOT NULL DEFAULT '[]',
+  result           TEXT,
+  progress         TEXT,
+  last_error       TEXT,
+  created_at       INTEGER NOT NULL,
+  started_at       INTEGER,
+  finished_at      INTEGER,
+  locked_by        TEXT,
+  locked_until     INTEGER,
+  lease_token      INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+
+-- Claiming: walks one queue's pending jobs in claim order and stops after LIMIT due ones.
+CREATE INDEX errand_jobs_claim_idx ON errand_jobs (queue, priority DESC, run_at, id) WHERE state = 'pending';
+-- Earliest due time per queue (nextRunAt, stats' due count and oldest due job).
+CREATE INDEX errand_jobs_pending_run_at_idx ON errand_jobs (queue, run_at) WHERE state = 'pending';
+-- Idempotency: one job per (queue, key), under any number of concurrent enqueuers.
+CREATE UNIQUE INDEX errand_jobs_key_idx ON errand_jobs (queue, key) WHERE key IS NOT NULL;
+-- Rescuer: the running jobs whose lease expired.
+CREATE INDEX errand_jobs_lease_idx ON errand_jobs (locked_until) WHERE state = 'running';
+-- Stats (GROUP BY queue, state, index-only) and listing by queue [and state], newest first.
+CREATE INDEX errand_jobs_queue_state_idx ON errand_jobs (queue, state, id);
+-- Listing by state, by name, newest first.
+CREATE INDEX errand_jobs_state_idx ON errand_jobs (state, id);
+CREATE INDEX errand_jobs_name_idx ON errand_jobs (name, id);
+-- Pruning, throughput, last hour/day counts: index-only range scans on finished_at.
+CREATE INDEX errand_jobs_finished_idx ON errand_jobs (finished_at, queue, state) WHERE finished_at IS NOT NULL;
+
+CREATE TABLE errand_ledger (
+  key        TEXT    PRIMARY KEY,
+  job_id     TEXT    NOT NULL,
+  value      TEXT,
+  created_at INTEGER NOT NULL
+);
+
+CREATE TABLE errand_schedules (
+  name          TEXT    PRIMARY KEY,
+  cron          TEXT    NOT NULL,
+  timezone      TEXT    NOT NULL,
+  job_name      TEXT    NOT NULL,
+  queue         TEXT    NOT NULL,
+  payload       TEXT    NOT NULL,
+  priority      INTEGER NOT NULL,
+  missed        TEXT    NOT NULL CHECK (missed IN ('latest', 'all')),
+  source        TEXT    NOT NULL CHECK (source IN ('code', 'cli')),
+  next_run_at   INTEGER NOT NULL,
+  last_fired_at INTEGER,
+  last_slot     INTEGER,
+  created_at    INTEGER NOT NULL
+);
+CREATE INDEX errand_schedules_next_run_at_idx ON errand_schedules (next_run_at);
+
+CREATE TABLE errand_workers (
+  id                TEXT    PRIMARY KEY,
+  host              TEXT    NOT NULL,
+  pid               INTEGER NOT NULL,
+  queues            TEXT    NOT NULL,
+  started_at        INTEGER NOT NULL,
+  last_heartbeat_at INTEGER NOT NULL,
+  running           INTEGER NOT NULL DEFAULT 0,
+  processed         INTEGER NOT NULL DEFAULT 0
+);
+`,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

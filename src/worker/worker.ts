@@ -1,0 +1,415 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { EventEmitter } from "node:events";
+import { parseDuration, type Duration } from "../duration.js";
+import type { Classification } from "../errors.js";
+import type { AnyJobDefinition } from "../job.js";
+import type { Logger } from "../logger.js";
+import type { ClaimedJob, Store } from "../store/types.js";
+import { JobAbort } from "./abort.js";
+import { Completer } from "./completer.js";
+import { type ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+
+export interface QueueOptions {
+  /** Jobs of this queue run at once in this process. Default 10. */
+  concurrency?: number;
+  /** Decide retry-or-fail for unknown errors of this queue's jobs (a job's own classify wins). */
+  classify?: (err: unknown) => Classification | undefined;
+}
+
+export interface WorkerOptions {
+  /** How long a claim holds a job without a heartbeat. Default 15s. */
+  lease?: Duration;
+  /** How often leases are extended. Default a third of the lease. */
+  heartbeat?: Duration;
+  /** Safety-net poll when no wake-up signal arrives. Default 2s. */
+  pollInterval?: Duration;
+  /** How often this worker looks for expired leases of dead workers. Default half the lease. */
+  rescueInterval?: Duration;
+  /** Graceful stop: after this, running jobs are aborted and released. Default 30s. */
+  shutdownTimeout?: Duration;
+  /** Most jobs claimed in one round trip. Default 100. */
+  batchSize?: number;
+  /** Finished-job retention, enforced by the worker's pruner. */
+  retention?: { completed?: Duration; failed?: Duration };
+  /** How often to prune. Default 10 minutes; 0 disables. */
+  pruneInterval?: Duration;
+  /** Worker id in history and the registry. Default host:pid:random. */
+  id?: string;
+}
+
+export interface StopResult {
+  /** false when the hard timeout was reached and jobs were released. */
+  clean: boolean;
+  released: number;
+}
+
+interface Deps {
+  store: Store;
+  log: Logger;
+  events: EventEmitter;
+  logPayloads: boolean;
+  findJob(name: string): AnyJobDefinition | undefined;
+  knownJobNames(): string[];
+  /** Called on every maintenance tick (schedules); errors are logged. */
+  maintenance?: () => Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * One worker process's runtime: a claim loop per queue with its own concurrency, one heartbeat
+ * for all leases, a rescuer for dead workers' jobs, a batched completer and a pruner.
+ * Claims come in batches sized to the free slots; an idle loop sleeps until a wake-up signal
+ * (in-process enqueue, LISTEN/NOTIFY, another process's SQLite commit), the next delayed job's
+ * due time, or the poll interval — it never busy-spins.
+ */
+export class Worker {
+  readonly id: string;
+  private readonly leaseMs: number;
+  private readonly heartbeatMs: number;
+  private readonly pollMs: number;
+  private readonly rescueMs: number;
+  private readonly shutdownMs: number;
+  private readonly batchSize: number;
+  private readonly pruneMs: number;
+  private readonly retention: { completedAgeMs: number; failedAgeMs: number };
+  private readonly completer: Completer;
+  private readonly active = new Map<string, ActiveJob>();
+  private readonly runners: QueueRunner[];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private unsubscribe: (() => void) | null = null;
+  private stopping: Promise<StopResult> | null = null;
+  private processed = 0;
+  private started = false;
+
+  constructor(
+    private readonly deps: Deps,
+    queues: Record<string, QueueOptions>,
+    options: WorkerOptions = {},
+  ) {
+    this.id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.leaseMs = parseDuration(options.lease ?? "15s", "lease");
+    this.heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)), "heartbeat");
+    if (this.heartbeatMs >= this.leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
+    this.pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
+    this.rescueMs = parseDuration(options.rescueInterval ?? Math.max(10, Math.floor(this.leaseMs / 2)), "rescueInterval");
+    this.shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
+    this.batchSize = options.batchSize ?? 100;
+    this.pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
+    this.retention = {
+      completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
+      failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
+    };
+    this.completer = new Completer(deps.store, deps.log);
+    this.runners = Object.entries(queues).map(([queue, q]) => {
+      const concurrency = q.concurrency ?? 10;
+      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
+        throw new RangeError(`concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`);
+      }
+      return new QueueRunner(this, queue, concurrency, q.classify);
+    });
+    if (this.runners.length === 0) throw new RangeError("a worker needs at least one queue");
+  }
+
+  get queues(): Record<string, number> {
+    return Object.fromEntries(this.runners.map((r) => [r.queue, r.concurrency]));
+  }
+
+  /** Jobs currently held by this worker. */
+  get running(): number {
+    return this.active.size;
+  }
+
+  start(): this {
+    if (this.started) return this;
+    this.started = true;
+    const { store, log } = this.deps;
+    this.unsubscribe = store.onJobsAvailable((queue) => {
+      for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
+    });
+    this.every(this.heartbeatMs, () => this.heartbeat());
+    this.every(this.rescueMs, () => this.rescue(), true);
+    if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
+    if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
+    store
+      .registerWorker({ id: this.id, host: hostname(), pid: process.pid, queues: this.queues, running: 0, processed: 0 })
+      .catch((err) => log.warn({ err }, "could not register worker"));
+    for (const runner of this.runners) runner.start();
+    log.info({ worker: this.id, queues: this.queues }, "worker started");
+    return this;
+  }
+
+  /** Runs `task` every `ms` (jittered when asked), never two at once; errors are logged, not thrown. */
+  private every(ms: number, task: () => Promise<unknown>, jitter = false): void {
+    let busy = false;
+    const run = async () => {
+      if (busy || this.stopping) return;
+      busy = true;
+      try {
+        await task();
+      } catch (err) {
+        this.deps.log.warn({ err }, "background task failed; will try again");
+      } finally {
+        busy = false;
+      }
+    };
+    const interval = jitter ? Math.round(ms * (0.8 + Math.random() * 0.4)) : ms;
+    const timer = setInterval(run, interval);
+    timer.unref();
+    this.timers.push(timer);
+    if (jitter) setImmediate(run);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { store } = this.deps;
+    const held = [...this.active.values()].filter((a) => !a.leaseLost);
+    await store.heartbeatWorker(this.id, this.active.size, this.processed);
+    if (held.length === 0) return;
+    const statuses = await store.extendLeases(
+      held.map((a) => ({ id: a.claimed.id, leaseToken: a.claimed.leaseToken })),
+      this.leaseMs,
+    );
+    for (const status of statuses) {
+      const job = this.active.get(status.id);
+      if (!job) continue;
+      if (!status.held) {
+        job.leaseLost = true;
+        job.controller.abort(new JobAbort("lease-lost", "lease lost: the job was rescued or taken over"));
+      } else if (status.cancelRequested && !job.controller.signal.aborted) {
+        job.controller.abort(new JobAbort("cancelled", "job cancelled"));
+      }
+    }
+  }
+
+  private async rescue(): Promise<void> {
+    const rescued = await this.deps.store.rescueExpiredLeases();
+    for (const job of rescued) {
+      this.deps.log.warn(
+        { jobId: job.id, name: job.name, queue: job.queue, attempt: job.attempt, state: job.state },
+        "rescued a job whose lease expired (its worker stopped heartbeating)",
+      );
+      this.deps.events.emit("lost", job);
+    }
+  }
+
+  private async prune(): Promise<void> {
+    const pruned = await this.deps.store.pruneFinished(this.retention);
+    if (pruned > 0) this.deps.log.info({ pruned }, "pruned finished jobs past retention");
+  }
+
+  /** Executes a claimed job and records its outcome; resolves when the slot is free. */
+  async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
+    const active: ActiveJob = {
+      claimed,
+      controller: new AbortController(),
+      leaseLost: false,
+      completedInTransaction: false,
+      startedAt: Date.now(),
+    };
+    this.active.set(claimed.id, active);
+    try {
+      const execution = await executeJob(active, this.executorDeps(runner));
+      runner.release();
+      this.processed++;
+      if (active.completedInTransaction) this.emitOutcome("completed", claimed, execution.result);
+      if (!execution.outcome || active.leaseLost) return;
+      const applied = await this.completer.finish(execution.outcome);
+      if (!applied) {
+        this.deps.log.warn(
+          { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
+          "outcome rejected: the lease was lost (the job was rescued or taken over)",
+        );
+        return;
+      }
+      const event = EVENT_OF[execution.outcome.kind];
+      this.emitOutcome(event, claimed, execution.result, execution.error, execution.outcome.delayMs);
+    } finally {
+      this.active.delete(claimed.id);
+    }
+  }
+
+  private executorDeps(runner: QueueRunner): ExecutorDeps {
+    return {
+      store: this.deps.store,
+      workerId: this.id,
+      log: this.deps.log,
+      logPayloads: this.deps.logPayloads,
+      findJob: this.deps.findJob,
+      knownJobNames: this.deps.knownJobNames,
+      classify: runner.classify,
+    };
+  }
+
+  private emitOutcome(event: string, job: ClaimedJob, result?: unknown, error?: Error, delayMs?: number): void {
+    const { leaseToken: _t, lockedUntil: _l, ...info } = job;
+    try {
+      this.deps.events.emit(event, { job: info, result, error, delayMs });
+    } catch (err) {
+      this.deps.log.error({ err, event }, "an event listener threw");
+    }
+  }
+
+  get claimOptions() {
+    return { workerId: this.id, leaseMs: this.leaseMs, batchSize: this.batchSize, pollMs: this.pollMs };
+  }
+
+  get store(): Store {
+    return this.deps.store;
+  }
+
+  get log(): Logger {
+    return this.deps.log;
+  }
+
+  get isStopping(): boolean {
+    return this.stopping !== null;
+  }
+
+  /**
+   * Graceful stop: claim nothing more, let running jobs finish; past `timeout` abort their
+   * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
+   */
+  stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
+    if (!this.stopping) this.stopping = this.doStop(parseDuration(options.timeout ?? this.shutdownMs, "timeout"));
+    return this.stopping;
+  }
+
+  private async doStop(timeoutMs: number): Promise<StopResult> {
+    const { log, store } = this.deps;
+    log.info({ worker: this.id, running: this.active.size, timeoutMs }, "worker stopping: no new claims");
+    this.unsubscribe?.();
+    for (const runner of this.runners) runner.wake();
+    await Promise.all(this.runners.map((r) => r.stopped));
+    const drained = await Promise.race([this.allSettled().then(() => true), sleep(timeoutMs).then(() => false)]);
+    let released = 0;
+    if (!drained) {
+      released = this.active.size;
+      log.warn({ released }, "shutdown timeout reached: aborting running jobs and returning them to pending");
+      for (const job of this.active.values()) job.controller.abort(new JobAbort("shutdown", "worker shut down"));
+      await this.allSettled();
+    }
+    await this.completer.drain();
+    for (const timer of this.timers) clearInterval(timer);
+    await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
+    log.info({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
+    return { clean: drained, released };
+  }
+
+  private async allSettled(): Promise<void> {
+    while (this.runners.some((r) => r.inFlight.size > 0)) {
+      await Promise.allSettled(this.runners.flatMap((r) => [...r.inFlight]));
+    }
+  }
+}
+
+const EVENT_OF = {
+  completed: "completed",
+  retry: "retrying",
+  failed: "failed",
+  snoozed: "snoozed",
+  released: "released",
+  cancelled: "cancelled",
+} as const;
+
+/** The claim loop of one queue. */
+class QueueRunner {
+  readonly inFlight = new Set<Promise<void>>();
+  stopped: Promise<void> = Promise.resolve();
+  private busy = 0;
+  private signaled = true;
+  private wakeUp: (() => void) | null = null;
+
+  constructor(
+    private readonly worker: Worker,
+    readonly queue: string,
+    readonly concurrency: number,
+    readonly classify?: (err: unknown) => Classification | undefined,
+  ) {}
+
+  start(): void {
+    this.stopped = this.loop();
+  }
+
+  /** Something changed (enqueue, slot freed, stop): run the loop again now. */
+  wake(): void {
+    this.signaled = true;
+    const wake = this.wakeUp;
+    this.wakeUp = null;
+    wake?.();
+  }
+
+  release(): void {
+    this.busy--;
+    this.wake();
+  }
+
+  private wait(ms: number): Promise<void> {
+    if (this.signaled) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeUp = null;
+        resolve();
+      }, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { store, log } = this.worker;
+    const { workerId, leaseMs, batchSize, pollMs } = this.worker.claimOptions;
+    let failures = 0;
+    while (!this.worker.isStopping) {
+      const free = this.concurrency - this.busy;
+      if (free <= 0) {
+        this.signaled = false;
+        await this.wait(pollMs);
+        continue;
+      }
+      this.signaled = false;
+      let claimed: ClaimedJob[];
+      const limit = Math.min(free, batchSize);
+      try {
+        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
+        log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
+        this.signaled = false;
+        await this.wait(delay);
+        continue;
+      }
+      if (this.worker.isStopping) {
+        // Claimed as the stop began: they are ours now, so they run like any in-flight job.
+        for (const job of claimed) this.track(this.worker.run(job, this), job);
+        break;
+      }
+      for (const job of claimed) this.track(this.worker.run(job, this), job);
+      if (claimed.length < limit) await this.wait(await this.idleDelay(pollMs));
+    }
+  }
+
+  private track(run: Promise<void>, _job: ClaimedJob): void {
+    this.busy++;
+    this.inFlight.add(run);
+    run
+      .catch((err) => this.worker.log.error({ err }, "unexpected error running a job"))
+      .finally(() => this.inFlight.delete(run));
+  }
+
+  /** Sleep until the next delayed job is due, capped by the poll interval. */
+  private async idleDelay(pollMs: number): Promise<number> {
+    if (this.signaled) return 0;
+    try {
+      const [next, now] = await Promise.all([this.worker.store.nextRunAt([this.queue]), this.worker.store.now()]);
+      if (!next) return pollMs;
+      return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
+    } catch {
+      return pollMs;
+    }
+  }
+}
