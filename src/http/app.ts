@@ -1,0 +1,72 @@
+/**
+ * errand's HTTP surface as one Fetch-API handler (Request → Response): the cron tick endpoint,
+ * the JSON API, Prometheus metrics and the dashboard. `errand serve` mounts it on node:http;
+ * an application mounts it in its own framework (Next.js route handlers, Hono, Bun take a
+ * Fetch handler as is; Express/Fastify/node:http take the Node adapter in node.ts).
+ */
+import type { Errand } from "../errand.js";
+import { handleApi } from "./api.js";
+import { handleDashboard } from "./dashboard.js";
+import { handleMetrics } from "./metrics.js";
+import { json } from "./respond.js";
+import { handleTick } from "./tick.js";
+
+export interface HttpOptions {
+  /** Bearer secret for POST /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
+  cronSecret?: string;
+  /** Token for the dashboard and the JSON API. Default process.env.ERRAND_DASHBOARD_TOKEN. */
+  dashboardToken?: string;
+  /** Mount path, e.g. "/admin/jobs" (no trailing slash). Default "". */
+  prefix?: string;
+  /** Queues a tick processes (default: every queue of the registered jobs). */
+  queues?: string[];
+  /** Default and largest `?limit=` of a tick. */
+  tickLimit?: { default?: number; max?: number };
+  /** Time budget of one tick's processing. Default 10s. */
+  tickTimeBudget?: number;
+}
+
+export type FetchHandler = (request: Request) => Promise<Response>;
+
+/** Per-request context handed to every route module. */
+export interface RouteContext {
+  errand: Errand;
+  options: HttpOptions;
+  /** The request path with the mount prefix removed ("/", "/api/jobs", …). */
+  path: string;
+  url: URL;
+  prefix: string;
+}
+
+export type Route = (request: Request, ctx: RouteContext) => Promise<Response | null>;
+
+/** Routes in order; each answers null when the path is not its own. */
+const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
+
+export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
+  const prefix = (options.prefix ?? "").replace(/\/+$/, "");
+  if (prefix && !prefix.startsWith("/")) throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
+  return async (request) => {
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return json(400, { error: "malformed request URL" });
+    }
+    if (prefix && url.pathname !== prefix && !url.pathname.startsWith(`${prefix}/`)) {
+      return json(404, { error: "not found" });
+    }
+    const path = url.pathname.slice(prefix.length) || "/";
+    const ctx: RouteContext = { errand, options, path, url, prefix };
+    try {
+      for (const route of ROUTES) {
+        const response = await route(request, ctx);
+        if (response) return response;
+      }
+      return json(404, { error: "not found" });
+    } catch (err) {
+      errand.log.error({ err, path }, "HTTP handler failed");
+      return json(500, { error: "internal error" });
+    }
+  };
+}
