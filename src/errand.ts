@@ -58,10 +58,25 @@ export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
 export type EnqueuedJob<P> = JobRecord<P> & { created: boolean };
 
 export interface JobEvent {
-  job: { id: string; queue: string; name: string; attempt: number; maxAttempts: number; priority: number; payload: unknown; key: string | null };
+  job: {
+    id: string;
+    queue: string;
+    name: string;
+    attempt: number;
+    maxAttempts: number;
+    priority: number;
+    payload: unknown;
+    key: string | null;
+    /** When the job was due (store clock) and when it was enqueued. */
+    runAt?: Date;
+    createdAt?: Date;
+  };
   result?: unknown;
   error?: Error;
   delayMs?: number;
+  /** When this process's worker started the attempt, and how long the handler ran (ms). */
+  startedAt?: Date;
+  durationMs?: number;
 }
 
 export interface ErrandEvents {

@@ -1,6 +1,325 @@
+/**
+ * The JSON API under /api/ — what the dashboard reads and acts through, and what scripts call
+ * with `Authorization: Bearer $ERRAND_DASHBOARD_TOKEN`.
+ *
+ *   GET  /api/stats                       per-queue counts, oldest pending age, DLQ depth
+ *   GET  /api/throughput?since=1h&bucket=1m
+ *   GET  /api/jobs?queue&state&name&search&limit&cursor
+ *   GET  /api/jobs/:id
+ *   POST /api/jobs/:id/retry | cancel | discard
+ *   POST /api/dlq/retry | /api/dlq/discard   body {ids:[…]} or {queue?, all:true}
+ *   GET  /api/schedules
+ *   GET  /api/workers
+ *
+ * Every answer is JSON; bad input is a 4xx naming the problem, never a 500. Only the store
+ * contract is used, so it behaves the same on memory, SQLite and Postgres.
+ */
+import { parseDuration } from "../duration.js";
+import { ValidationError } from "../errors.js";
+import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
+import type { QueueStats } from "../store/types.js";
 import type { RouteContext } from "./app.js";
+import { BodyError, readJsonObject } from "./body.js";
+import { guard, jsonResponse } from "./security.js";
 
-// Placeholder until this route module is written: answers nothing, so the router returns 404.
-export async function handleApi(_request: Request, _ctx: RouteContext): Promise<Response | null> {
-  return null;
+/** Workers whose last heartbeat is older than this are not listed as live. */
+export const WORKER_STALE_MS = 60_000;
+const MAX_IDS = 1000;
+const MAX_SEARCH = 256;
+const THROUGHPUT_MAX_SINCE = 7 * 86_400_000;
+const THROUGHPUT_MAX_BUCKETS = 2000;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const bad = (message: string) => new HttpError(400, message);
+
+type Handler = (request: Request, ctx: RouteContext, params: string[]) => Promise<Response>;
+
+interface Endpoint {
+  method: "GET" | "POST";
+  pattern: RegExp;
+  handler: Handler;
+}
+
+const ID = "([^/]+)";
+const ENDPOINTS: Endpoint[] = [
+  { method: "GET", pattern: /^\/api\/stats$/, handler: getStats },
+  { method: "GET", pattern: /^\/api\/throughput$/, handler: getThroughput },
+  { method: "GET", pattern: /^\/api\/jobs$/, handler: listJobs },
+  { method: "GET", pattern: new RegExp(`^/api/jobs/${ID}$`), handler: getJob },
+  { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/retry$`), handler: retryJob },
+  { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/cancel$`), handler: cancelJob },
+  { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/discard$`), handler: discardJob },
+  { method: "POST", pattern: /^\/api\/dlq\/retry$/, handler: (r, c) => bulk(r, c, "retry") },
+  { method: "POST", pattern: /^\/api\/dlq\/discard$/, handler: (r, c) => bulk(r, c, "discard") },
+  { method: "GET", pattern: /^\/api\/schedules$/, handler: listSchedules },
+  { method: "GET", pattern: /^\/api\/workers$/, handler: listWorkers },
+];
+
+export async function handleApi(request: Request, ctx: RouteContext): Promise<Response | null> {
+  const { path } = ctx;
+  if (path !== "/api" && !path.startsWith("/api/")) return null;
+  if (path.startsWith("/api/cron/")) return null; // the tick endpoint's, with its own secret
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  const changesState = method !== "GET" && method !== "OPTIONS";
+  const gate = guard(request, ctx.options, changesState);
+  if (!gate.ok) return gate.response;
+
+  const matches = ENDPOINTS.map((e) => ({ e, m: e.pattern.exec(path) })).filter((x) => x.m !== null);
+  if (matches.length === 0) return jsonResponse(404, { error: `no API endpoint ${path}` });
+  const match = matches.find((x) => x.e.method === method);
+  if (!match) {
+    const allow = [...new Set(matches.map((x) => x.e.method))].join(", ");
+    return jsonResponse(405, { error: `method ${request.method} not allowed on ${path}; use ${allow}` }, { allow });
+  }
+  try {
+    const params = match.m!.slice(1).map(decodeParam);
+    return await match.e.handler(request, ctx, params);
+  } catch (err) {
+    if (err instanceof HttpError || err instanceof BodyError) return jsonResponse(err.status, { error: err.message });
+    if (err instanceof ValidationError) return jsonResponse(400, { error: err.message });
+    throw err;
+  }
+}
+
+function decodeParam(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw bad(`malformed path segment ${JSON.stringify(raw)}`);
+  }
+}
+
+/** Job ids are positive integers in every store; anything else names no job. */
+function jobId(raw: string): string {
+  if (!/^[1-9]\d{0,17}$/.test(raw)) throw new HttpError(404, `no job with id ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+async function findJob(ctx: RouteContext, raw: string): Promise<JobRecord> {
+  const id = jobId(raw);
+  const job = await ctx.errand.getJob(id);
+  if (!job) throw new HttpError(404, `no job with id ${id}`);
+  return job;
+}
+
+function query(ctx: RouteContext, known: string[]): Map<string, string> {
+  const params = new Map<string, string>();
+  for (const [name, value] of ctx.url.searchParams) {
+    if (!known.includes(name)) {
+      throw bad(`unknown query parameter "${name}"; known: ${known.join(", ") || "(none)"}`);
+    }
+    if (params.has(name)) throw bad(`query parameter "${name}" given twice`);
+    if (value !== "") params.set(name, value);
+  }
+  return params;
+}
+
+function checkNameParam(value: string | undefined, what: string): string | undefined {
+  if (value !== undefined && !NAME_PATTERN.test(value)) {
+    throw bad(`${what} must be a ${what} name (letters, digits, "_", ".", ":", "-"); got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function durationParam(value: string | undefined, fallback: string, what: string): number {
+  try {
+    return parseDuration(value ?? fallback, what);
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+}
+
+async function getStats(_request: Request, ctx: RouteContext): Promise<Response> {
+  query(ctx, []);
+  const [stats, now] = await Promise.all([ctx.errand.stats(), ctx.errand.store.now()]);
+  // Queues of registered jobs show up even before their first job.
+  const byQueue = new Map(stats.map((s) => [s.queue, s]));
+  for (const queue of ctx.errand.queueNames) if (!byQueue.has(queue)) byQueue.set(queue, emptyStats(queue));
+  const queues = [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+  const totals = emptyStats("*");
+  for (const q of queues) {
+    for (const key of Object.keys(totals) as (keyof QueueStats)[]) {
+      if (key === "queue") continue;
+      if (key === "oldestPendingMs") {
+        if (q.oldestPendingMs !== null) totals.oldestPendingMs = Math.max(totals.oldestPendingMs ?? 0, q.oldestPendingMs);
+      } else totals[key] += q[key];
+    }
+  }
+  const { queue: _q, ...total } = totals;
+  return jsonResponse(200, { now, queues, total, dlq: total.failed });
+}
+
+function emptyStats(queue: string): QueueStats {
+  return {
+    queue,
+    pending: 0,
+    delayed: 0,
+    running: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    completedLastHour: 0,
+    failedLastHour: 0,
+    completedLastDay: 0,
+    failedLastDay: 0,
+    oldestPendingMs: null,
+  };
+}
+
+async function getThroughput(_request: Request, ctx: RouteContext): Promise<Response> {
+  const params = query(ctx, ["since", "bucket", "queue"]);
+  const sinceMs = durationParam(params.get("since"), "1h", "since");
+  const bucketMs = durationParam(params.get("bucket"), "1m", "bucket");
+  const queue = checkNameParam(params.get("queue"), "queue");
+  if (sinceMs < 1000 || sinceMs > THROUGHPUT_MAX_SINCE) throw bad("since must be from 1s to 7d");
+  if (bucketMs < 1000) throw bad("bucket must be at least 1s");
+  if (bucketMs > sinceMs) throw bad("bucket must not be longer than since");
+  if (sinceMs / bucketMs > THROUGHPUT_MAX_BUCKETS) {
+    throw bad(`since/bucket gives more than ${THROUGHPUT_MAX_BUCKETS} buckets; choose a larger bucket`);
+  }
+  const [buckets, now] = await Promise.all([ctx.errand.store.throughput(sinceMs, bucketMs), ctx.errand.store.now()]);
+  const from = Math.floor((now.getTime() - sinceMs) / bucketMs) * bucketMs;
+  return jsonResponse(200, {
+    now,
+    sinceMs,
+    bucketMs,
+    from: new Date(from),
+    buckets: queue ? buckets.filter((b) => b.queue === queue) : buckets,
+  });
+}
+
+async function listJobs(_request: Request, ctx: RouteContext): Promise<Response> {
+  const params = query(ctx, ["queue", "state", "name", "search", "limit", "cursor"]);
+  const state = params.get("state");
+  if (state !== undefined && !JOB_STATES.includes(state as JobState)) {
+    throw bad(`state must be one of ${JOB_STATES.join(", ")}; got ${JSON.stringify(state)}`);
+  }
+  const limitText = params.get("limit") ?? "50";
+  if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000) {
+    throw bad(`limit must be an integer from 1 to 1000; got ${JSON.stringify(limitText)}`);
+  }
+  const search = params.get("search");
+  if (search !== undefined && search.length > MAX_SEARCH) throw bad(`search must be at most ${MAX_SEARCH} characters`);
+  const cursor = params.get("cursor");
+  if (cursor !== undefined && !/^\d{1,18}$/.test(cursor)) {
+    throw bad(`invalid cursor ${JSON.stringify(cursor)}: pass nextCursor from the previous page`);
+  }
+  const page = await ctx.errand.listJobs({
+    queue: checkNameParam(params.get("queue"), "queue"),
+    name: checkNameParam(params.get("name"), "job"),
+    state: state as JobState | undefined,
+    search,
+    cursor,
+    limit: Number(limitText),
+  });
+  return jsonResponse(200, page);
+}
+
+async function getJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
+  query(ctx, []);
+  return jsonResponse(200, await findJob(ctx, id));
+}
+
+async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
+  const job = await findJob(ctx, id);
+  if (job.state !== "failed" && job.state !== "cancelled") {
+    throw new HttpError(409, `job ${job.id} is ${job.state}: only failed or cancelled jobs can be retried`);
+  }
+  const retried = await ctx.errand.retry(job.id);
+  if (!retried) throw new HttpError(409, `job ${job.id} changed state meanwhile; reload and try again`);
+  return jsonResponse(200, retried);
+}
+
+async function cancelJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
+  const job = await findJob(ctx, id);
+  if (job.state !== "pending" && job.state !== "running") {
+    throw new HttpError(409, `job ${job.id} is ${job.state}: only pending or running jobs can be cancelled`);
+  }
+  const cancelled = await ctx.errand.cancel(job.id);
+  if (!cancelled) throw new HttpError(404, `no job with id ${job.id}`);
+  return jsonResponse(200, cancelled);
+}
+
+async function discardJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
+  const job = await findJob(ctx, id);
+  if (job.state !== "failed") {
+    throw new HttpError(409, `job ${job.id} is ${job.state}: only failed jobs (the dead-letter queue) can be discarded`);
+  }
+  if (!(await ctx.errand.discard(job.id))) throw new HttpError(409, `job ${job.id} changed state meanwhile`);
+  return jsonResponse(200, { discarded: 1, id: job.id });
+}
+
+/** Bulk DLQ actions: `{ids: [...]}` (those jobs) or `{all: true, queue?}` (every failed job of a queue, or of all). */
+async function bulk(request: Request, ctx: RouteContext, action: "retry" | "discard"): Promise<Response> {
+  const body = await readJsonObject(request);
+  for (const key of Object.keys(body)) {
+    if (!["ids", "all", "queue"].includes(key)) throw bad(`unknown field "${key}"; expected ids, or all and queue`);
+  }
+  const queue = body.queue;
+  if (queue !== undefined && (typeof queue !== "string" || !NAME_PATTERN.test(queue))) {
+    throw bad("queue must be a queue name");
+  }
+  let filter: { ids?: string[]; queue?: string };
+  if (body.ids !== undefined) {
+    if (body.all !== undefined) throw bad("give either ids or all, not both");
+    const ids = body.ids;
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_IDS) {
+      throw bad(`ids must be a non-empty array of at most ${MAX_IDS} job ids`);
+    }
+    const clean = ids.map((id) => (typeof id === "number" && Number.isSafeInteger(id) ? String(id) : id));
+    if (!clean.every((id) => typeof id === "string" && /^[1-9]\d{0,17}$/.test(id))) {
+      throw bad("ids must hold job ids (positive integers, as strings or numbers)");
+    }
+    filter = { ids: [...new Set(clean as string[])], queue: queue as string | undefined };
+  } else if (body.all === true) {
+    filter = { queue: queue as string | undefined };
+  } else {
+    throw bad('expected {"ids": [...]} or {"all": true} (with an optional "queue")');
+  }
+  if (action === "retry") {
+    if (!filter.ids) {
+      // "Retry all" empties the dead-letter queue, i.e. failed jobs only: gather their ids so
+      // cancelled jobs (which retryJobs also accepts) stay cancelled.
+      filter = { ids: await failedIds(ctx, filter.queue) };
+      if (filter.ids!.length === 0) return jsonResponse(200, { retried: 0 });
+    }
+    let retried = 0;
+    for (let i = 0; i < filter.ids!.length; i += MAX_IDS) {
+      retried += await ctx.errand.store.retryJobs({ ...filter, ids: filter.ids!.slice(i, i + MAX_IDS) });
+    }
+    return jsonResponse(200, { retried });
+  }
+  const discarded = await ctx.errand.store.discardJobs(filter);
+  return jsonResponse(200, { discarded });
+}
+
+async function failedIds(ctx: RouteContext, queue: string | undefined): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.errand.listJobs({ state: "failed", queue, limit: 1000, cursor });
+    ids.push(...page.jobs.map((j) => j.id));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return ids;
+}
+
+async function listSchedules(_request: Request, ctx: RouteContext): Promise<Response> {
+  query(ctx, []);
+  const [schedules, now] = await Promise.all([ctx.errand.store.listSchedules(), ctx.errand.store.now()]);
+  return jsonResponse(200, { now, schedules });
+}
+
+async function listWorkers(_request: Request, ctx: RouteContext): Promise<Response> {
+  query(ctx, []);
+  const [workers, now] = await Promise.all([ctx.errand.store.listWorkers(WORKER_STALE_MS), ctx.errand.store.now()]);
+  return jsonResponse(200, { now, staleMs: WORKER_STALE_MS, workers });
 }

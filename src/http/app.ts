@@ -7,7 +7,7 @@
 import type { Errand } from "../errand.js";
 import { handleApi } from "./api.js";
 import { handleDashboard } from "./dashboard.js";
-import { handleMetrics } from "./metrics.js";
+import { errandMetrics, handleMetrics } from "./metrics.js";
 import { json } from "./respond.js";
 import { handleTick } from "./tick.js";
 
@@ -24,6 +24,8 @@ export interface HttpOptions {
   tickLimit?: { default?: number; max?: number };
   /** Time budget of one tick's processing. Default 10s. */
   tickTimeBudget?: number;
+  /** Serve GET /metrics without the dashboard token (e.g. only reachable from the Prometheus network). Default false. */
+  metricsPublic?: boolean;
 }
 
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -46,6 +48,7 @@ const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
 export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
   const prefix = (options.prefix ?? "").replace(/\/+$/, "");
   if (prefix && !prefix.startsWith("/")) throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
+  errandMetrics(errand); // counters count from now on, not from the first scrape
   return async (request) => {
     let url: URL;
     try {

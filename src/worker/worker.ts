@@ -210,9 +210,10 @@ export class Worker {
     this.active.set(claimed.id, active);
     try {
       const execution = await executeJob(active, this.executorDeps(runner));
+      const timing = { startedAt: new Date(active.startedAt), durationMs: Date.now() - active.startedAt };
       runner.release();
       this.processed++;
-      if (active.completedInTransaction) this.emitOutcome("completed", claimed, execution.result);
+      if (active.completedInTransaction) this.emitOutcome("completed", claimed, timing, execution.result);
       if (!execution.outcome || active.leaseLost) return;
       const applied = await this.completer.finish(execution.outcome);
       if (!applied) {
@@ -223,7 +224,7 @@ export class Worker {
         return;
       }
       const event = EVENT_OF[execution.outcome.kind];
-      this.emitOutcome(event, claimed, execution.result, execution.error, execution.outcome.delayMs);
+      this.emitOutcome(event, claimed, timing, execution.result, execution.error, execution.outcome.delayMs);
     } finally {
       this.active.delete(claimed.id);
     }
@@ -241,10 +242,17 @@ export class Worker {
     };
   }
 
-  private emitOutcome(event: string, job: ClaimedJob, result?: unknown, error?: Error, delayMs?: number): void {
+  private emitOutcome(
+    event: string,
+    job: ClaimedJob,
+    timing: { startedAt: Date; durationMs: number },
+    result?: unknown,
+    error?: Error,
+    delayMs?: number,
+  ): void {
     const { leaseToken: _t, lockedUntil: _l, ...info } = job;
     try {
-      this.deps.events.emit(event, { job: info, result, error, delayMs });
+      this.deps.events.emit(event, { job: info, result, error, delayMs, ...timing });
     } catch (err) {
       this.deps.log.error({ err, event }, "an event listener threw");
     }
