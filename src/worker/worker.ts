@@ -55,8 +55,6 @@ interface Deps {
   maintenance?: () => Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /**
  * One worker process's runtime: a claim loop per queue with its own concurrency, one heartbeat
  * for all leases, a rescuer for dead workers' jobs, a batched completer and a pruner.
@@ -289,7 +287,14 @@ export class Worker {
     this.unsubscribe?.();
     for (const runner of this.runners) runner.wake();
     await Promise.all(this.runners.map((r) => r.stopped));
-    const drained = await Promise.race([this.allSettled().then(() => true), sleep(timeoutMs).then(() => false)]);
+    let deadline: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      this.allSettled().then(() => true),
+      new Promise<false>((resolve) => {
+        deadline = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+    clearTimeout(deadline);
     let released = 0;
     if (!drained) {
       released = this.active.size;
