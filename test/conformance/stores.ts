@@ -19,7 +19,11 @@
  *
  * `open()` returns a migrated store ready to use. Tests never share a store.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { MemoryStore } from "../../src/store/memory/index.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
 
 export interface OpenedStore {
@@ -45,6 +49,21 @@ export const stores: StoreFactory[] = [
     },
   },
   // SQLite appends its entry here (temp file per test).
+  {
+    name: "sqlite",
+    async open() {
+      const dir = await mkdtemp(join(tmpdir(), "errand-conformance-"));
+      const store = openSqliteStore({ path: join(dir, "errand.db") });
+      await store.migrate();
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await rm(dir, { recursive: true, force: true }); // the file and its -wal/-shm companions
+        },
+      };
+    },
+  },
   // Postgres appends its entry here (fresh schema per test; skip with a message unless reachable,
   // required when CI=true).
 ];

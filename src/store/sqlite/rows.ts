@@ -1,0 +1,166 @@
+/**
+ * Rows as SQLite returns them (snake_case, integer milliseconds, JSON text, 0/1 booleans)
+ * and their conversion to the records of the Store contract.
+ */
+import type { AttemptRecord, JobRecord, JobState } from "../../job.js";
+import type { ClaimedJob, MissedPolicy, ScheduleRecord, WorkerInfo } from "../types.js";
+
+export interface JobRow {
+  id: number;
+  queue: string;
+  name: string;
+  state: JobState;
+  priority: number;
+  attempt: number;
+  max_attempts: number;
+  run_at: number;
+  payload: string;
+  key: string | null;
+  attempts: string;
+  result: string | null;
+  progress: string | null;
+  last_error: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  locked_by: string | null;
+  locked_until: number | null;
+  lease_token: number;
+  cancel_requested: number;
+}
+
+export type ClaimRow = Pick<
+  JobRow,
+  | "id"
+  | "queue"
+  | "name"
+  | "payload"
+  | "priority"
+  | "attempt"
+  | "max_attempts"
+  | "key"
+  | "run_at"
+  | "created_at"
+  | "lease_token"
+  | "locked_until"
+>;
+
+export interface ScheduleRow {
+  name: string;
+  cron: string;
+  timezone: string;
+  job_name: string;
+  queue: string;
+  payload: string;
+  priority: number;
+  missed: MissedPolicy;
+  source: "code" | "cli";
+  next_run_at: number;
+  last_fired_at: number | null;
+  last_slot: number | null;
+  created_at: number;
+}
+
+export interface WorkerRow {
+  id: string;
+  host: string;
+  pid: number;
+  queues: string;
+  started_at: number;
+  last_heartbeat_at: number;
+  running: number;
+  processed: number;
+}
+
+/** JSON text for a value column; `undefined` (and other non-JSON values) are stored as JSON null. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value ?? null) ?? "null";
+}
+
+export function fromJson(text: string | null): unknown {
+  return text === null ? null : JSON.parse(text);
+}
+
+const date = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
+
+export function jobFromRow(row: JobRow): JobRecord {
+  return {
+    id: String(row.id),
+    queue: row.queue,
+    name: row.name,
+    state: row.state,
+    priority: row.priority,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    runAt: new Date(row.run_at),
+    payload: JSON.parse(row.payload),
+    key: row.key,
+    attempts: JSON.parse(row.attempts) as AttemptRecord[],
+    result: fromJson(row.result),
+    progress: fromJson(row.progress) as JobRecord["progress"],
+    lastError: row.last_error,
+    createdAt: new Date(row.created_at),
+    startedAt: date(row.started_at),
+    finishedAt: date(row.finished_at),
+    lockedBy: row.locked_by,
+    lockedUntil: date(row.locked_until),
+    cancelRequested: row.cancel_requested !== 0,
+  };
+}
+
+export function claimedFromRow(row: ClaimRow): ClaimedJob {
+  return {
+    id: String(row.id),
+    queue: row.queue,
+    name: row.name,
+    payload: JSON.parse(row.payload),
+    priority: row.priority,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    key: row.key,
+    runAt: new Date(row.run_at),
+    createdAt: new Date(row.created_at),
+    leaseToken: row.lease_token,
+    lockedUntil: new Date(row.locked_until ?? 0),
+  };
+}
+
+export function scheduleFromRow(row: ScheduleRow): ScheduleRecord {
+  return {
+    name: row.name,
+    cron: row.cron,
+    timezone: row.timezone,
+    jobName: row.job_name,
+    queue: row.queue,
+    payload: JSON.parse(row.payload),
+    priority: row.priority,
+    missed: row.missed,
+    source: row.source,
+    nextRunAt: new Date(row.next_run_at),
+    lastFiredAt: date(row.last_fired_at),
+    lastSlot: date(row.last_slot),
+    createdAt: new Date(row.created_at),
+  };
+}
+
+export function workerFromRow(row: WorkerRow): WorkerInfo {
+  return {
+    id: row.id,
+    host: row.host,
+    pid: row.pid,
+    queues: JSON.parse(row.queues) as Record<string, number>,
+    startedAt: new Date(row.started_at),
+    lastHeartbeatAt: new Date(row.last_heartbeat_at),
+    running: row.running,
+    processed: row.processed,
+  };
+}
+
+/**
+ * Job ids are decimal strings of positive integers. Anything else names no job (the memory
+ * store compares strings, so "01" is not job 1 either).
+ */
+export function parseId(id: string): number | null {
+  const text = String(id);
+  return /^[1-9]\d{0,15}$/.test(text) ? Number(text) : null;
+}

@@ -1,0 +1,931 @@
+/**
+ * The SQLite store (better-sqlite3): the embedded default. It behaves exactly like the memory
+ * store (memory/index.ts, the reference) and holds SQLite-specific concerns only:
+ *
+ * - One connection. better-sqlite3 is synchronous, so every operation is a synchronous
+ *   transaction that no other JavaScript can interleave with — except completeInTransaction,
+ *   whose `fn` may be async: while it runs, errand's transaction stays open on the
+ *   connection and a gate makes every other operation of this store wait for it (code called
+ *   from inside `fn` passes the gate and joins that transaction).
+ * - Write transactions are `BEGIN IMMEDIATE`: the write lock is taken first (waiting up to
+ *   busy_timeout), so a read-then-write never fails with SQLITE_BUSY_SNAPSHOT in WAL mode.
+ *   SQLITE_BUSY after the timeout is thrown to the caller (the worker retries), never swallowed.
+ * - The clock is SQLite's (queries.ts `NOW`), never `Date.now()`.
+ * - A shared application handle (`openSqliteStore({ db })`): errand never closes it and never
+ *   changes its pragmas. If the application holds a transaction open on it, worker operations
+ *   (claim, finish, extend, rescue, completeInTransaction) do not run inside it — their writes
+ *   would commit or roll back with the application's work. Claims and rescues return [] and are
+ *   tried again at the next poll; finish and extend throw ERR_STORE_BUSY and the worker retries.
+ *   Enqueue and operator actions called while it is open join it (on one connection there is
+ *   no other choice), as `enqueue(..., { tx: db })` does on purpose.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import Database from "better-sqlite3";
+import { ErrandError, ValidationError } from "../../errors.js";
+import type { AttemptRecord, JobRecord } from "../../job.js";
+import { attemptFromOutcome, decodeCursor, encodeCursor, outcomeTransition } from "../shared.js";
+import type {
+  ClaimedJob,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  Lease,
+  LeaseStatus,
+  NewJob,
+  Outcome,
+  QueueStats,
+  RescuedJob,
+  ScheduleInput,
+  ScheduleRecord,
+  Store,
+  ThroughputBucket,
+  TxHandle,
+  WorkerInfo,
+} from "../types.js";
+import { LATEST_VERSION, MIGRATIONS, MIGRATIONS_TABLE_SQL } from "./migrations.js";
+import * as Q from "./queries.js";
+import {
+  type ClaimRow,
+  claimedFromRow,
+  type JobRow,
+  jobFromRow,
+  parseId,
+  type ScheduleRow,
+  scheduleFromRow,
+  toJson,
+  type WorkerRow,
+  workerFromRow,
+} from "./rows.js";
+
+type Db = Database.Database;
+type Statement = Database.Statement<unknown[], unknown>;
+
+export interface SqliteStoreOptions {
+  /** Database file; default `./errand.db`. `:memory:` works for a single connection. */
+  path?: string;
+  /** The application's own better-sqlite3 handle: errand shares it and never closes it. */
+  db?: Db;
+  /** busy_timeout set on a handle errand opens; default 5000 ms. */
+  busyTimeoutMs?: number;
+  /** How often `PRAGMA data_version` is polled while someone listens for new jobs; default 50 ms. */
+  pollIntervalMs?: number;
+}
+
+/** Opens (or shares) a database; call `migrate()` before use. */
+export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
+  return new SqliteStore(options);
+}
+
+interface HeldRow {
+  id: number;
+  queue: string;
+  attempt: number;
+  started_at: number | null;
+  cancel_requested: number;
+}
+
+interface ExpiredRow {
+  id: number;
+  queue: string;
+  name: string;
+  attempt: number;
+  max_attempts: number;
+  started_at: number | null;
+  locked_by: string | null;
+  cancel_requested: number;
+}
+
+const NO_CURSOR = Number.MAX_SAFE_INTEGER;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+function isDatabase(value: unknown): value is Db {
+  if (value instanceof Database) return true;
+  // Another copy of better-sqlite3 in the application's node_modules: recognize it by shape.
+  const v = value as Partial<Db> | null;
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof v.prepare === "function" &&
+    typeof v.transaction === "function" &&
+    typeof v.exec === "function" &&
+    typeof v.inTransaction === "boolean"
+  );
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value !== "object") return typeof value;
+  return value.constructor?.name ? `a ${value.constructor.name}` : "an object";
+}
+
+function storeBusy(operation: string): ErrandError {
+  return new ErrandError(
+    "ERR_STORE_BUSY",
+    `${operation}: the application holds a transaction open on the SQLite connection errand shares; retry after it ends`,
+  );
+}
+
+function idsJson(ids: string[]): string {
+  return JSON.stringify(ids.map(parseId).filter((id) => id !== null));
+}
+
+export class SqliteStore implements Store {
+  readonly kind = "sqlite" as const;
+  readonly db: Db;
+  private readonly ownsDb: boolean;
+  private readonly pollIntervalMs: number;
+  private readonly statements = new WeakMap<Db, Map<string, Statement>>();
+  private readonly listeners = new Set<(queue: string | null) => void>();
+  private pollTimer: NodeJS.Timeout | null = null;
+  private dataVersion: unknown = null;
+  private closed = false;
+
+  /** Set while completeInTransaction holds the connection; resolves when it lets go. */
+  private gate: Promise<void> | null = null;
+  /** Marks the async context of the `fn` running inside completeInTransaction (see `run`). */
+  private readonly inside = new AsyncLocalStorage<object>();
+  private gateToken: object | null = null;
+  /** Wake-ups raised while the gate is held, sent after it commits. */
+  private readonly deferredWake = new Set<string>();
+
+  private readonly claimTx: Database.Transaction<
+    (queue: string, limit: number, worker: string, leaseMs: number) => ClaimRow[]
+  >;
+  private readonly finishTx: Database.Transaction<(outcomes: Outcome[]) => { applied: boolean[]; wake: Set<string> }>;
+  private readonly extendTx: Database.Transaction<(leases: Lease[], leaseMs: number) => LeaseStatus[]>;
+
+  constructor(options: SqliteStoreOptions = {}) {
+    if (options.db !== undefined && options.path !== undefined) {
+      throw new ValidationError("openSqliteStore: pass either `path` or `db`, not both");
+    }
+    if (options.db !== undefined) {
+      if (!isDatabase(options.db)) {
+        throw new ValidationError(`openSqliteStore: \`db\` must be a better-sqlite3 Database; got ${describe(options.db)}`);
+      }
+      this.db = options.db;
+      this.ownsDb = false;
+    } else {
+      this.db = new Database(options.path ?? "./errand.db");
+      this.ownsDb = true;
+      // busy_timeout first: switching to WAL needs a lock another process may hold right now.
+      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma("synchronous = NORMAL");
+    }
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+
+    this.claimTx = this.db.transaction((queue: string, limit: number, worker: string, leaseMs: number) => {
+      const now = this.nowMs();
+      return this.q(Q.CLAIM_JOBS).all({ queue, limit, worker, leaseMs, now }) as ClaimRow[];
+    });
+    this.finishTx = this.db.transaction((outcomes: Outcome[]) => {
+      const now = this.nowMs();
+      const wake = new Set<string>();
+      const applied = outcomes.map((outcome) => {
+        const done = this.applyOutcome(outcome, now);
+        if (done?.state === "pending") wake.add(done.queue);
+        return done !== null;
+      });
+      return { applied, wake };
+    });
+    this.extendTx = this.db.transaction((leases: Lease[], leaseMs: number) => {
+      const now = this.nowMs();
+      const extend = this.q(Q.EXTEND_LEASE);
+      return leases.map((lease) => {
+        const id = parseId(lease.id);
+        const row =
+          id === null
+            ? undefined
+            : (extend.get({ id, token: lease.leaseToken, now, leaseMs }) as { cancel_requested: number } | undefined);
+        return { id: lease.id, held: row !== undefined, cancelRequested: row?.cancel_requested === 1 };
+      });
+    });
+  }
+
+  // ── plumbing ─────────────────────────────────────────────────────────────────────────────
+
+  /** The prepared statement for `sql` on `db`, prepared once per connection. */
+  private q(sql: string, db: Db = this.db): Statement {
+    let cache = this.statements.get(db);
+    if (!cache) {
+      cache = new Map();
+      this.statements.set(db, cache);
+    }
+    let statement = cache.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      cache.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private nowMs(db: Db = this.db): number {
+    return (this.q(Q.SELECT_NOW, db).get() as { now: number }).now;
+  }
+
+  private insideGate(): boolean {
+    return this.gateToken !== null && this.inside.getStore() === this.gateToken;
+  }
+
+  /**
+   * Runs a synchronous operation on the connection — at once, unless completeInTransaction
+   * holds it from another async context: then after it lets go.
+   */
+  private run<T>(operation: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
+    if (this.gate !== null && !this.insideGate()) return this.gate.then(() => this.run(operation));
+    try {
+      return Promise.resolve(operation());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private notify(queue: string | null): void {
+    if (queue !== null && this.gate !== null) {
+      this.deferredWake.add(queue);
+      return;
+    }
+    for (const listener of this.listeners) queueMicrotask(() => listener(queue));
+  }
+
+  // ── lifecycle ────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Applies the missing migrations in one BEGIN IMMEDIATE transaction. Concurrent migrators
+   * (other processes on the same file) wait on the write lock, then find the versions applied.
+   * A database migrated by a newer errand (versions past LATEST_VERSION) is left as it is.
+   */
+  migrate(): Promise<void> {
+    return this.run(() => {
+      this.db
+        .transaction(() => {
+          this.db.exec(MIGRATIONS_TABLE_SQL);
+          const current = (this.q(Q.MIGRATION_VERSION).get() as { version: number }).version;
+          if (current >= LATEST_VERSION) return;
+          for (const migration of MIGRATIONS) {
+            if (migration.version <= current) continue;
+            this.db.exec(migration.sql);
+            this.q(Q.MIGRATION_RECORD).run(migration.version, migration.name);
+          }
+        })
+        .immediate();
+    });
+  }
+
+  async close(): Promise<void> {
+    while (this.gate !== null) await this.gate;
+    if (this.closed) return;
+    this.closed = true;
+    this.stopPolling();
+    this.listeners.clear();
+    if (this.ownsDb && this.db.open) this.db.close();
+  }
+
+  now(): Promise<Date> {
+    return this.run(() => new Date(this.nowMs()));
+  }
+
+  // ── enqueue ──────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Without `tx`: one BEGIN IMMEDIATE transaction for the batch. With `tx` (a better-sqlite3
+   * Database): the inserts run on that handle, synchronously before this returns its promise,
+   * so that `db.transaction(() => { ...; errand.enqueue(..., { tx: db }) })()` gets the job
+   * inside its transaction; if the handle has no transaction open, the batch gets its own.
+   *
+   * Measured (bench/sqlite-store.ts): one prepared INSERT in a loop, one transaction.
+   */
+  insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
+    if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
+    if (tx !== undefined && tx !== null) {
+      try {
+        if (!isDatabase(tx)) {
+          throw new ValidationError(
+            `enqueue tx: the SQLite store joins the transaction of a better-sqlite3 Database — pass that Database as tx; got ${describe(tx)}`,
+          );
+        }
+        if (!tx.open) throw new ValidationError("enqueue tx: the better-sqlite3 Database passed as tx is closed");
+        const results = tx.inTransaction ? this.insertOn(tx, jobs) : tx.transaction(() => this.insertOn(tx, jobs)).immediate();
+        this.notifyCreated(results);
+        return Promise.resolve(results);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return this.run(() => {
+      if (jobs.length === 0) return [];
+      const results = this.db.transaction(() => this.insertOn(this.db, jobs)).immediate();
+      this.notifyCreated(results);
+      return results;
+    });
+  }
+
+  private insertOn(db: Db, jobs: NewJob[]): InsertResult[] {
+    if (jobs.length === 0) return [];
+    const now = this.nowMs(db);
+    const results: InsertResult[] = new Array(jobs.length);
+    const payloads: string[] = new Array(jobs.length);
+    const runAts: number[] = new Array(jobs.length);
+    const rows = Q.INSERT_JOB_CHUNK_ROWS;
+    const params: unknown[] = new Array(rows * 7);
+    /** Indexes of keyless jobs not inserted yet (fewer than a chunk). */
+    let run: number[] = [];
+
+    const created = (i: number, id: number, key: string | null): void => {
+      const input = jobs[i];
+      results[i] = {
+        created: true,
+        job: {
+          id: String(id),
+          queue: input.queue,
+          name: input.name,
+          state: "pending",
+          priority: input.priority,
+          attempt: 0,
+          maxAttempts: input.maxAttempts,
+          runAt: new Date(runAts[i]),
+          payload: JSON.parse(payloads[i]),
+          key,
+          attempts: [],
+          result: null,
+          progress: null,
+          lastError: null,
+          createdAt: new Date(now),
+          startedAt: null,
+          finishedAt: null,
+          lockedBy: null,
+          lockedUntil: null,
+          cancelRequested: false,
+        },
+      };
+    };
+    const insertOne = (i: number, key: string | null): boolean => {
+      const input = jobs[i];
+      const info = this.q(Q.INSERT_JOB, db).run(
+        input.queue,
+        input.name,
+        input.priority,
+        input.maxAttempts,
+        runAts[i],
+        payloads[i],
+        key,
+        now,
+      );
+      if (info.changes === 1) created(i, Number(info.lastInsertRowid), key);
+      return info.changes === 1;
+    };
+    const flushChunk = (): void => {
+      for (let r = 0; r < rows; r++) {
+        const input = jobs[run[r]];
+        const p = r * 7;
+        params[p] = input.queue;
+        params[p + 1] = input.name;
+        params[p + 2] = input.priority;
+        params[p + 3] = input.maxAttempts;
+        params[p + 4] = runAts[run[r]];
+        params[p + 5] = payloads[run[r]];
+        params[p + 6] = now;
+      }
+      const info = this.q(Q.INSERT_JOB_CHUNK, db).run(params);
+      // Consecutive AUTOINCREMENT ids ending at last_insert_rowid (we hold the write lock).
+      const first = Number(info.lastInsertRowid) - rows + 1;
+      for (let r = 0; r < rows; r++) created(run[r], first + r, null);
+      run = [];
+    };
+    const flushRun = (): void => {
+      for (const i of run) insertOne(i, null);
+      run = [];
+    };
+
+    for (let i = 0; i < jobs.length; i++) {
+      const input = jobs[i];
+      payloads[i] = toJson(input.payload);
+      // Same arithmetic as the memory store: a Date truncates fractional milliseconds.
+      runAts[i] = (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime();
+      if (!Number.isFinite(runAts[i])) throw new ValidationError(`job "${input.name}": invalid runAt`);
+      // An empty key is no key (a unique index cannot tell "no key" from "").
+      const key = input.key ? input.key : null;
+      if (key === null) {
+        run.push(i);
+        if (run.length === rows) flushChunk();
+        continue;
+      }
+      flushRun(); // keep ids in input order
+      if (!insertOne(i, key)) {
+        const existing = this.q(Q.SELECT_JOB_BY_KEY, db).get(input.queue, key) as JobRow;
+        results[i] = { job: jobFromRow(existing), created: false };
+      }
+    }
+    flushRun();
+    return results;
+  }
+
+  private notifyCreated(results: InsertResult[]): void {
+    const queues = new Set<string>();
+    for (const r of results) if (r.created) queues.add(r.job.queue);
+    for (const queue of queues) this.notify(queue);
+  }
+
+  /**
+   * In-process: called after an insert, retry or rescue that makes pending work. Across
+   * processes: while anyone listens, `PRAGMA data_version` is polled on this connection (an
+   * unref'd timer) and a change — another connection committed — calls listeners with null.
+   */
+  onJobsAvailable(listener: (queue: string | null) => void): () => void {
+    this.listeners.add(listener);
+    this.startPolling();
+    return () => {
+      if (this.listeners.delete(listener) && this.listeners.size === 0) this.stopPolling();
+    };
+  }
+
+  private startPolling(): void {
+    if (this.pollTimer !== null || this.closed) return;
+    try {
+      this.dataVersion = this.q(Q.DATA_VERSION).pluck().get();
+    } catch {
+      return; // the shared handle is closed: nothing to watch
+    }
+    this.pollTimer = setInterval(() => this.poll(), this.pollIntervalMs);
+    this.pollTimer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.pollTimer !== null) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+  }
+
+  private poll(): void {
+    let version: unknown;
+    try {
+      version = this.q(Q.DATA_VERSION).pluck().get();
+    } catch {
+      this.stopPolling(); // the application closed the handle it shared
+      return;
+    }
+    if (version === this.dataVersion) return;
+    this.dataVersion = version;
+    for (const listener of this.listeners) queueMicrotask(() => listener(null));
+  }
+
+  // ── reading ──────────────────────────────────────────────────────────────────────────────
+
+  getJob(id: string): Promise<JobRecord | null> {
+    return this.run(() => {
+      const n = parseId(id);
+      const row = n === null ? undefined : (this.q(Q.SELECT_JOB).get(n) as JobRow | undefined);
+      return row ? jobFromRow(row) : null;
+    });
+  }
+
+  listJobs(filter: JobFilter): Promise<JobPage> {
+    return this.run(() => {
+      const limit = Math.max(0, Math.floor(filter.limit ?? 50));
+      const before = decodeCursor(filter.cursor) ?? NO_CURSOR;
+      const queue = filter.queue || null;
+      const state = filter.state || null;
+      const name = filter.name || null;
+      const sql =
+        queue !== null
+          ? state !== null
+            ? name !== null
+              ? Q.LIST_JOBS_BY_QUEUE_STATE_NAME
+              : Q.LIST_JOBS_BY_QUEUE_STATE
+            : name !== null
+              ? Q.LIST_JOBS_BY_QUEUE_NAME
+              : Q.LIST_JOBS_BY_QUEUE
+          : state !== null
+            ? name !== null
+              ? Q.LIST_JOBS_BY_STATE_NAME
+              : Q.LIST_JOBS_BY_STATE
+            : name !== null
+              ? Q.LIST_JOBS_BY_NAME
+              : Q.LIST_JOBS;
+      // One row more than the page tells whether there is a next page.
+      const rows = this.q(sql).all({
+        queue,
+        state,
+        name,
+        before,
+        search: filter.search || null,
+        limit: limit + 1,
+      }) as JobRow[];
+      const page = rows.slice(0, limit);
+      const nextCursor = rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1].id) : null;
+      return { jobs: page.map(jobFromRow), nextCursor };
+    });
+  }
+
+  /**
+   * Three index-only passes, whatever the table size: counts per (queue, state); per queue with
+   * pending jobs, the due ones and the oldest due time; completed/failed in the last day.
+   */
+  stats(): Promise<QueueStats[]> {
+    return this.run(() =>
+      this.db.transaction(() => {
+        const now = this.nowMs();
+        const byQueue = new Map<string, QueueStats>();
+        const get = (queue: string): QueueStats => {
+          let s = byQueue.get(queue);
+          if (!s) {
+            s = {
+              queue,
+              pending: 0,
+              delayed: 0,
+              running: 0,
+              completed: 0,
+              failed: 0,
+              cancelled: 0,
+              completedLastHour: 0,
+              failedLastHour: 0,
+              completedLastDay: 0,
+              failedLastDay: 0,
+              oldestPendingMs: null,
+            };
+            byQueue.set(queue, s);
+          }
+          return s;
+        };
+        for (const row of this.q(Q.STATS_BY_STATE).all() as { queue: string; state: JobRecord["state"]; n: number }[]) {
+          const s = get(row.queue);
+          if (row.state === "pending") s.delayed = row.n;
+          else s[row.state] = row.n;
+        }
+        for (const s of byQueue.values()) {
+          if (s.delayed === 0) continue;
+          const due = this.q(Q.STATS_DUE).get(s.queue, now) as { n: number; oldest: number | null };
+          s.pending = due.n;
+          s.delayed -= due.n;
+          s.oldestPendingMs = due.oldest === null ? null : now - due.oldest;
+        }
+        const finished = this.q(Q.STATS_FINISHED).all({ hourAgo: now - HOUR_MS, dayAgo: now - DAY_MS }) as {
+          queue: string;
+          state: "completed" | "failed";
+          day: number;
+          hour: number;
+        }[];
+        for (const row of finished) {
+          const s = get(row.queue);
+          if (row.state === "completed") {
+            s.completedLastDay = row.day;
+            s.completedLastHour = row.hour;
+          } else {
+            s.failedLastDay = row.day;
+            s.failedLastHour = row.hour;
+          }
+        }
+        return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+      })(),
+    );
+  }
+
+  throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
+    return this.run(() => {
+      const now = this.nowMs();
+      const rows = this.q(Q.THROUGHPUT).all({ bucket: bucketMs, since: now - sinceMs }) as {
+        queue: string;
+        bucket: number;
+        completed: number;
+        failed: number;
+      }[];
+      return rows
+        .map((r) => ({ at: new Date(r.bucket * bucketMs), queue: r.queue, completed: r.completed, failed: r.failed }))
+        .sort((a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue));
+    });
+  }
+
+  // ── worker operations ────────────────────────────────────────────────────────────────────
+
+  /**
+   * One BEGIN IMMEDIATE transaction: `UPDATE … WHERE id IN (SELECT … ORDER BY priority DESC,
+   * run_at, id LIMIT n) RETURNING …` (queries.ts CLAIM_JOBS), then sorted into claim order.
+   * Returns [] while the application holds a transaction open on a shared handle.
+   */
+  claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
+    return this.run(() => {
+      const limit = Math.max(0, Math.floor(req.limit));
+      if (limit === 0 || this.db.inTransaction) return [];
+      const rows = this.claimTx.immediate(req.queue, limit, req.workerId, req.leaseMs);
+      rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.id - b.id);
+      return rows.map(claimedFromRow);
+    });
+  }
+
+  extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+    return this.run(() => {
+      if (leases.length === 0) return [];
+      if (this.db.inTransaction) throw storeBusy("extendLeases");
+      return this.extendTx.immediate(leases, leaseMs);
+    });
+  }
+
+  finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
+    return this.run(() => {
+      if (outcomes.length === 0) return [];
+      if (this.db.inTransaction) throw storeBusy("finishJobs");
+      const { applied, wake } = this.finishTx.immediate(outcomes);
+      for (const queue of wake) this.notify(queue);
+      return applied;
+    });
+  }
+
+  /**
+   * Applies one outcome if its lease is still held (inside the caller's transaction), with the
+   * same transition and history entry as the memory store. Null when fenced off.
+   */
+  private applyOutcome(outcome: Outcome, now: number): { state: string; queue: string } | null {
+    const id = parseId(outcome.id);
+    if (id === null) return null;
+    const held = this.q(Q.SELECT_HELD).get(id, outcome.leaseToken) as HeldRow | undefined;
+    if (!held) return null;
+    const t = outcomeTransition(outcome, held.cancel_requested !== 0, now);
+    const record = attemptFromOutcome(outcome, t, held.attempt, new Date(held.started_at ?? now), new Date(now));
+    this.q(Q.FINISH_JOB).run({
+      id,
+      token: outcome.leaseToken,
+      state: t.state,
+      uncharge: t.uncharge ? 1 : 0,
+      runAt: t.runAt ? t.runAt.getTime() : null,
+      result: outcome.kind === "completed" ? toJson(outcome.result) : null,
+      lastError: outcome.error ? outcome.error.message : null,
+      finishedAt: t.state !== "pending" ? now : null,
+      record: JSON.stringify(record),
+    });
+    return { state: t.state, queue: held.queue };
+  }
+
+  /**
+   * BEGIN IMMEDIATE (by hand: better-sqlite3 transactions cannot span an await), check the
+   * lease, await `fn(db)`, check the lease again, complete the job, COMMIT — or ROLLBACK on any
+   * error or a lost lease. Holding the write lock means no other process can rescue the job
+   * meanwhile; in this process, the gate keeps every other operation of the store out of the
+   * transaction until it ends, while calls made from inside `fn` (its async context) join it.
+   * Keep `fn` short: other processes' writers wait for it (up to their busy_timeout).
+   */
+  async completeInTransaction<T>(
+    lease: Lease,
+    worker: string,
+    fn: (tx: TxHandle) => Promise<T> | T,
+  ): Promise<{ applied: boolean; value?: T }> {
+    if (this.insideGate()) {
+      throw new ErrandError("ERR_NESTED_TRANSACTION", "completeInTransaction cannot be called from inside its own fn");
+    }
+    while (this.gate !== null) await this.gate;
+    if (this.closed) throw new ErrandError("ERR_CLOSED", "the SQLite store is closed");
+    if (this.db.inTransaction) throw storeBusy("completeInTransaction");
+    const id = parseId(lease.id);
+    if (id === null) return { applied: false };
+
+    let release = (): void => {};
+    this.gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const token = {};
+    this.gateToken = token;
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        if (!this.q(Q.SELECT_HELD).get(id, lease.leaseToken)) {
+          this.db.exec("ROLLBACK");
+          return { applied: false };
+        }
+        const value = await this.inside.run(token, () => fn(this.db));
+        const done = this.applyOutcome({ ...lease, kind: "completed", result: value, worker }, this.nowMs());
+        if (done === null) {
+          this.db.exec("ROLLBACK");
+          return { applied: false };
+        }
+        this.db.exec("COMMIT");
+        return { applied: true, value };
+      } catch (err) {
+        if (this.db.open && this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw err;
+      }
+    } finally {
+      this.gate = null;
+      this.gateToken = null;
+      release();
+      const wake = [...this.deferredWake];
+      this.deferredWake.clear();
+      for (const queue of wake) this.notify(queue);
+    }
+  }
+
+  setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
+    return this.run(() => {
+      const id = parseId(lease.id);
+      if (id === null) return false;
+      return this.q(Q.SET_PROGRESS).run(toJson({ ...progress }), id, lease.leaseToken).changes === 1;
+    });
+  }
+
+  /** Returns [] while the application holds a transaction open on a shared handle. */
+  rescueExpiredLeases(_workerNote?: string): Promise<RescuedJob[]> {
+    return this.run(() => {
+      if (this.db.inTransaction) return [];
+      const rescued = this.db
+        .transaction(() => {
+          const now = this.nowMs();
+          const expired = this.q(Q.SELECT_EXPIRED).all(now) as ExpiredRow[];
+          return expired.map((row): RescuedJob => {
+            const record: AttemptRecord = {
+              attempt: row.attempt,
+              startedAt: new Date(row.started_at ?? now).toISOString(),
+              finishedAt: new Date(now).toISOString(),
+              worker: row.locked_by,
+              outcome: "lost",
+              error: `lease expired: worker ${row.locked_by ?? "?"} stopped heartbeating`,
+              kind: "lost",
+            };
+            const state = row.cancel_requested ? "cancelled" : row.attempt >= row.max_attempts ? "failed" : "pending";
+            this.q(Q.RESCUE_JOB).run({
+              id: row.id,
+              state,
+              runAt: state === "pending" ? now : null,
+              finishedAt: state === "pending" ? null : now,
+              lastError: record.error,
+              record: JSON.stringify(record),
+            });
+            return { id: String(row.id), queue: row.queue, name: row.name, state, attempt: row.attempt };
+          });
+        })
+        .immediate();
+      for (const r of rescued) if (r.state === "pending") this.notify(r.queue);
+      return rescued;
+    });
+  }
+
+  nextRunAt(queues: string[]): Promise<Date | null> {
+    return this.run(() => {
+      let next: number | null = null;
+      for (const queue of new Set(queues)) {
+        const t = (this.q(Q.NEXT_RUN_AT).get(queue) as { runAt: number | null }).runAt;
+        if (t !== null && (next === null || t < next)) next = t;
+      }
+      return next === null ? null : new Date(next);
+    });
+  }
+
+  // ── operator actions ─────────────────────────────────────────────────────────────────────
+
+  cancelJob(id: string): Promise<JobRecord | null> {
+    return this.run(() => {
+      const n = parseId(id);
+      if (n === null) return null;
+      return this.db
+        .transaction(() => {
+          if (this.q(Q.CANCEL_PENDING).run(n).changes === 0) this.q(Q.REQUEST_CANCEL).run(n);
+          const row = this.q(Q.SELECT_JOB).get(n) as JobRow | undefined;
+          return row ? jobFromRow(row) : null;
+        })
+        .immediate();
+    });
+  }
+
+  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return this.run(() => {
+      const queue = filter.queue || null;
+      const rows = (
+        filter.ids
+          ? this.q(Q.RETRY_JOBS_BY_IDS).all({ ids: idsJson(filter.ids), queue })
+          : this.q(Q.RETRY_JOBS).all({ queue })
+      ) as { queue: string }[];
+      for (const queue of new Set(rows.map((r) => r.queue))) this.notify(queue);
+      return rows.length;
+    });
+  }
+
+  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return this.run(() => {
+      const queue = filter.queue || null;
+      const info = filter.ids
+        ? this.q(Q.DISCARD_JOBS_BY_IDS).run({ ids: idsJson(filter.ids), queue })
+        : this.q(Q.DISCARD_JOBS).run({ queue });
+      return info.changes;
+    });
+  }
+
+  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+    return this.run(() =>
+      this.db
+        .transaction(() => {
+          const now = this.nowMs();
+          const completed = this.q(Q.PRUNE_COMPLETED).run(now - req.completedAgeMs).changes;
+          const failed = this.q(Q.PRUNE_FAILED).run(now - req.failedAgeMs).changes;
+          return completed + failed;
+        })
+        .immediate(),
+    );
+  }
+
+  // ── ledger ───────────────────────────────────────────────────────────────────────────────
+
+  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
+    return this.run(() => {
+      const row = this.q(Q.LEDGER_GET).get(key) as { value: string | null } | undefined;
+      if (!row) return { found: false };
+      return { found: true, value: row.value === null ? undefined : JSON.parse(row.value) };
+    });
+  }
+
+  ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
+    return this.run(() => {
+      // NULL stands for undefined; anything else is JSON (null included).
+      const text = value === undefined ? null : (JSON.stringify(value) ?? null);
+      this.q(Q.LEDGER_PUT).run(key, String(jobId), text);
+    });
+  }
+
+  // ── schedules ────────────────────────────────────────────────────────────────────────────
+
+  syncSchedules(schedules: ScheduleInput[]): Promise<void> {
+    return this.run(() => {
+      this.db
+        .transaction(() => {
+          this.q(Q.SCHEDULE_DELETE_STALE_CODE).run(JSON.stringify(schedules.map((s) => s.name)));
+          for (const s of schedules) this.upsertScheduleRow(s);
+        })
+        .immediate();
+    });
+  }
+
+  upsertSchedule(schedule: ScheduleInput): Promise<void> {
+    return this.run(() => this.upsertScheduleRow(schedule));
+  }
+
+  private upsertScheduleRow(s: ScheduleInput): void {
+    this.q(Q.SCHEDULE_UPSERT).run({
+      name: s.name,
+      cron: s.cron,
+      timezone: s.timezone,
+      jobName: s.jobName,
+      queue: s.queue,
+      payload: toJson(s.payload),
+      priority: s.priority,
+      missed: s.missed,
+      source: s.source,
+      nextRunAt: new Date(s.nextRunAt).getTime(),
+    });
+  }
+
+  removeSchedule(name: string): Promise<boolean> {
+    return this.run(() => this.q(Q.SCHEDULE_DELETE).run(name).changes > 0);
+  }
+
+  listSchedules(): Promise<ScheduleRecord[]> {
+    return this.run(() => this.schedulesFrom(Q.SCHEDULE_LIST));
+  }
+
+  dueSchedules(): Promise<ScheduleRecord[]> {
+    return this.run(() => this.schedulesFrom(Q.SCHEDULE_DUE));
+  }
+
+  private schedulesFrom(sql: string): ScheduleRecord[] {
+    return (this.q(sql).all() as ScheduleRow[]).map(scheduleFromRow).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  advanceSchedule(req: { name: string; expectedNextRunAt: Date; nextRunAt: Date; lastSlot: Date | null }): Promise<boolean> {
+    return this.run(
+      () =>
+        this.q(Q.SCHEDULE_ADVANCE).run({
+          name: req.name,
+          expected: req.expectedNextRunAt.getTime(),
+          nextRunAt: req.nextRunAt.getTime(),
+          lastSlot: req.lastSlot ? req.lastSlot.getTime() : null,
+        }).changes === 1,
+    );
+  }
+
+  // ── workers registry ─────────────────────────────────────────────────────────────────────
+
+  registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void> {
+    return this.run(() => {
+      this.q(Q.WORKER_REGISTER).run({
+        id: info.id,
+        host: info.host,
+        pid: info.pid,
+        queues: JSON.stringify(info.queues ?? {}),
+        running: info.running,
+        processed: info.processed,
+      });
+    });
+  }
+
+  heartbeatWorker(id: string, running: number, processed: number): Promise<void> {
+    return this.run(() => {
+      this.q(Q.WORKER_HEARTBEAT).run(running, processed, id);
+    });
+  }
+
+  unregisterWorker(id: string): Promise<void> {
+    return this.run(() => {
+      this.q(Q.WORKER_DELETE).run(id);
+    });
+  }
+
+  listWorkers(staleMs: number): Promise<WorkerInfo[]> {
+    return this.run(() => (this.q(Q.WORKER_LIST).all(staleMs) as WorkerRow[]).map(workerFromRow));
+  }
+}
