@@ -14,7 +14,9 @@ import { createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "./payload.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
 import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
-import { type QueueOptions, Worker, type WorkerOptions } from "./worker/worker.js";
+import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
+import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
+import { type Deps as WorkerDeps, type QueueOptions, Worker, type WorkerOptions } from "./worker/worker.js";
 
 export interface OpenErrandOptions {
   /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
@@ -103,6 +105,8 @@ export class Errand extends EventEmitter<ErrandEvents> {
   private readonly logPayloads: boolean;
   /** Extra periodic work for workers (the scheduler registers itself here). */
   readonly maintenance: Array<() => Promise<void>> = [];
+  /** Cron schedules: defined here, synced to the store, fired by workers and ticks. */
+  readonly scheduler: Scheduler = new Scheduler(this);
   private closed = false;
 
   constructor(store: Store, options: OpenErrandOptions & { ownsStore: boolean }) {
@@ -113,6 +117,9 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
     for (const job of options.jobs ?? []) this.register(job);
+    this.maintenance.push(async () => {
+      await this.scheduler.fire();
+    });
   }
 
   /** Adds job definitions this process can run. A second definition with the same name is an error. */
@@ -308,22 +315,58 @@ export class Errand extends EventEmitter<ErrandEvents> {
         );
       }
     }
-    const worker = new Worker(
-      {
-        store: this.store,
-        log: this.log,
-        events: this,
-        logPayloads: this.logPayloads,
-        findJob: (name) => this.jobs.get(name),
-        knownJobNames: () => this.jobNames,
-        maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,
-      },
-      spec,
-      options,
-    );
+    const worker = new Worker(this.workerDeps(), spec, options);
     this.workers.add(worker);
     worker.start();
     return worker;
+  }
+
+  private workerDeps(): WorkerDeps {
+    return {
+      store: this.store,
+      log: this.log,
+      events: this,
+      logPayloads: this.logPayloads,
+      findJob: (name) => this.jobs.get(name),
+      knownJobNames: () => this.jobNames,
+      maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,
+    };
+  }
+
+  /**
+   * Claims and runs at most `limit` due jobs (default 100) of the given queues (default: all
+   * registered), claiming nothing after `timeBudget` (default 10s); finishes or releases all it
+   * claimed, then answers a summary. For hosts that scale to zero (see the HTTP tick).
+   */
+  processJobs(options: ProcessJobsOptions = {}): Promise<ProcessJobsResult> {
+    try {
+      this.assertOpen();
+      return processJobs(this.workerDeps(), this.queueNames, options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Defines a recurring schedule: every slot of `cron` (in `timezone`, default UTC) enqueues
+   * `job` with `payload` and the key `cron:<name>:<slot ISO>`, so a slot fires once however many
+   * workers and ticks run. Checked now (bad cron or zone: ValidationError); synced to the store
+   * when a worker starts or a tick fires, or on `syncSchedules()`.
+   */
+  schedule<P>(name: string, cron: string, job: JobRef<P>, payload: P, options: ScheduleOptions = {}): this {
+    this.assertOpen();
+    this.scheduler.define(name, cron, job as unknown as AnyJobDefinition | string, payload, options);
+    return this;
+  }
+
+  /** Writes the schedules defined in code to the store now (the set in code is the truth; CLI-added ones stay). */
+  syncSchedules(): Promise<void> {
+    return this.scheduler.sync();
+  }
+
+  /** Fires every due schedule now (what workers do every second and what a tick does first). */
+  fireSchedules(): Promise<FireResult> {
+    return this.scheduler.fire();
   }
 
   private async runMaintenance(): Promise<void> {

@@ -44,7 +44,7 @@ export interface StopResult {
   released: number;
 }
 
-interface Deps {
+export interface Deps {
   store: Store;
   log: Logger;
   events: EventEmitter;
@@ -80,12 +80,17 @@ export class Worker {
   private stopping: Promise<StopResult> | null = null;
   private processed = 0;
   private started = false;
+  /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
+  private readonly bounded: { limit: number; left: number; deadline: number } | null;
 
   constructor(
     private readonly deps: Deps,
     queues: Record<string, QueueOptions>,
     options: WorkerOptions = {},
+    /** Internal: claim at most `limit` jobs, none after `deadline` (epoch ms), and stop claiming when nothing is due. */
+    bounded?: { limit: number; deadline: number },
   ) {
+    this.bounded = bounded ? { limit: bounded.limit, left: bounded.limit, deadline: bounded.deadline } : null;
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = parseDuration(options.lease ?? "15s", "lease");
     this.heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)), "heartbeat");
@@ -133,6 +138,12 @@ export class Worker {
     store
       .registerWorker({ id: this.id, host: hostname(), pid: process.pid, queues: this.queues, running: 0, processed: 0 })
       .catch((err) => log.warn({ err }, "could not register worker"));
+    if (this.bounded) {
+      // At the deadline, wake loops waiting for a free slot so they see the time is up.
+      const timer = setTimeout(() => this.runners.forEach((r) => r.wake()), Math.max(0, this.bounded.deadline - Date.now()));
+      timer.unref();
+      this.timers.push(timer);
+    }
     for (const runner of this.runners) runner.start();
     log.info({ worker: this.id, queues: this.queues }, "worker started");
     return this;
@@ -272,6 +283,42 @@ export class Worker {
     return this.stopping !== null;
   }
 
+  /** A bounded run: claim loops end when nothing is due instead of waiting for more. */
+  get isBounded(): boolean {
+    return this.bounded !== null;
+  }
+
+  /** Takes up to `wanted` claims from a bounded run's budget: 0 once it is spent or past its deadline. */
+  reserveClaims(wanted: number): number {
+    const b = this.bounded;
+    if (!b) return wanted;
+    if (Date.now() >= b.deadline) return 0;
+    const granted = Math.min(wanted, b.left);
+    b.left -= granted;
+    return granted;
+  }
+
+  /** Gives back claims reserved but not used (fewer jobs were due, or the claim failed). */
+  returnClaims(unused: number): void {
+    if (this.bounded && unused > 0) this.bounded.left += unused;
+  }
+
+  /** Jobs claimed so far by a bounded run. */
+  get claimedCount(): number {
+    return this.bounded ? this.bounded.limit - this.bounded.left : 0;
+  }
+
+  /**
+   * A bounded run's end: waits until every claim loop has ended by itself (budget spent,
+   * deadline passed, nothing due), then stops gracefully. Jobs still running get until the
+   * deadline plus `graceMs` to finish; then they are aborted and released, like at shutdown.
+   */
+  async settle(graceMs: number): Promise<StopResult> {
+    await Promise.all(this.runners.map((r) => r.stopped));
+    const untilDeadline = this.bounded ? Math.max(0, this.bounded.deadline - Date.now()) : 0;
+    return this.stop({ timeout: untilDeadline + graceMs });
+  }
+
   /**
    * Graceful stop: claim nothing more, let running jobs finish; past `timeout` abort their
    * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
@@ -384,11 +431,14 @@ class QueueRunner {
       }
       this.signaled = false;
       let claimed: ClaimedJob[];
-      const limit = Math.min(free, batchSize);
+      const limit = this.worker.reserveClaims(Math.min(free, batchSize));
+      if (limit === 0) break; // a bounded run's budget or time is spent
       try {
         claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        this.worker.returnClaims(limit - claimed.length);
         failures = 0;
       } catch (err) {
+        this.worker.returnClaims(limit);
         failures++;
         const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
         log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
@@ -402,7 +452,10 @@ class QueueRunner {
         break;
       }
       for (const job of claimed) this.track(this.worker.run(job, this), job);
-      if (claimed.length < limit) await this.wait(await this.idleDelay(pollMs));
+      if (claimed.length < limit) {
+        if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
+        await this.wait(await this.idleDelay(pollMs));
+      }
     }
   }
 

@@ -1,0 +1,268 @@
+/**
+ * The scheduler: schedules defined in code, synced to the store, and fired from the store's rows.
+ *
+ * Firing is safe with any number of schedulers at once (every worker runs one about every
+ * second; every HTTP tick runs one): for each due schedule it works out the due slots from the
+ * row's next_run_at, enqueues each slot with the idempotency key `cron:<name>:<slot ISO>`, and
+ * only then moves next_run_at on with a compare-and-set. Whoever loses the race enqueued the same
+ * keys, which the unique (queue, key) index turned into the existing jobs: a slot fires once.
+ * A crash between the enqueue and the advance leaves next_run_at where it was, so the next
+ * scheduler enqueues the same slots again — and again the keys make that a no-op.
+ *
+ * Syncing ("the set in code is the truth"): the schedules an errand defines with
+ * `errand.schedule()` replace the store's code-defined schedules when a worker starts or a tick
+ * first fires in this process (and on `errand.syncSchedules()`). Schedules added with
+ * `errand schedule add` (source "cli") are kept. A process that defines no schedules does not
+ * sync on its own — a worker started for other queues must not delete another service's
+ * schedules; call `errand.syncSchedules()` explicitly to clear them.
+ */
+import type { Errand } from "../errand.js";
+import { ValidationError } from "../errors.js";
+import { type AnyJobDefinition, PRIORITY_RANGE, checkInteger, checkName } from "../job.js";
+import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
+import type { MissedPolicy, ScheduleInput, ScheduleRecord } from "../store/types.js";
+import { CronExpression } from "./cron.js";
+
+export interface ScheduleOptions {
+  /** IANA time zone the cron fields are read in (default "UTC"). */
+  timezone?: string;
+  /** After downtime: fire only the latest missed slot (default) or every one of them. */
+  missed?: MissedPolicy;
+  /** Priority of the enqueued jobs (default: the job's own). */
+  priority?: number;
+}
+
+/** One slot a fire call enqueued (or found already enqueued). */
+export interface FiredSlot {
+  schedule: string;
+  slot: Date;
+  jobId: string;
+  /** false: the slot's job already existed (another scheduler fired it). */
+  created: boolean;
+}
+
+export interface FireResult {
+  /** Slot jobs this call created. */
+  fired: number;
+  slots: FiredSlot[];
+}
+
+/** At most this many slots are enqueued for one schedule in one call (missed: "all"); the rest follow on the next. */
+export const MAX_SLOTS_PER_FIRE = 1000;
+/** next_run_at of a schedule whose pattern never matches again. */
+const NEVER = new Date("9999-12-31T23:59:59.000Z");
+
+/** The idempotency key of a slot's job (DESIGN: Schedules). */
+export function slotKey(name: string, slot: Date): string {
+  return `cron:${name}:${slot.toISOString()}`;
+}
+
+/** Checks a schedule's name, cron, zone, policy and priority; returns the parts a store row needs. */
+export function checkSchedule(
+  name: unknown,
+  cron: unknown,
+  options: ScheduleOptions,
+): { name: string; cron: CronExpression; missed: MissedPolicy; priority?: number } {
+  try {
+    checkName(name as string, "schedule name");
+  } catch (err) {
+    throw new ValidationError((err as Error).message);
+  }
+  const n = name as string;
+  if (options === null || typeof options !== "object") throw new ValidationError(`schedule "${n}": options must be an object`);
+  const expression = CronExpression.parse(cron, options.timezone ?? "UTC", `schedule "${n}"`);
+  const missed = options.missed ?? "latest";
+  if (missed !== "latest" && missed !== "all") {
+    throw new ValidationError(`schedule "${n}": missed must be "latest" or "all"; got ${JSON.stringify(missed)}`);
+  }
+  let priority: number | undefined;
+  if (options.priority !== undefined) {
+    try {
+      priority = checkInteger(options.priority, `schedule "${n}" priority`, PRIORITY_RANGE);
+    } catch (err) {
+      throw new ValidationError((err as Error).message);
+    }
+  }
+  return { name: n, cron: expression, missed, priority };
+}
+
+interface Definition {
+  name: string;
+  cron: CronExpression;
+  job: AnyJobDefinition;
+  payload: unknown;
+  priority: number;
+  missed: MissedPolicy;
+}
+
+export class Scheduler {
+  private readonly definitions = new Map<string, Definition>();
+  /** Set by define(): the next fire syncs first. */
+  private syncNeeded = false;
+  private syncing: Promise<void> | null = null;
+  private readonly reportedBroken = new Set<string>();
+
+  constructor(private readonly errand: Errand) {}
+
+  /** Names of the schedules defined in code. */
+  get names(): string[] {
+    return [...this.definitions.keys()].sort();
+  }
+
+  /** Defines a schedule in code. Everything is checked now; bad input is a ValidationError. */
+  define(name: string, cron: string, job: AnyJobDefinition | string, payload: unknown, options: ScheduleOptions = {}): void {
+    const checked = checkSchedule(name, cron, options);
+    if (this.definitions.has(checked.name)) throw new ValidationError(`schedule "${checked.name}" is defined twice`);
+    const def = typeof job === "string" ? this.errand.job(job) : job;
+    if (!def || typeof def !== "object" || typeof def.name !== "string" || !("schema" in def)) {
+      throw new ValidationError(`schedule "${checked.name}": job must be a job definition (from defineJob) or a registered job name`);
+    }
+    this.errand.register(def);
+    const normalized = normalizePayload(payload, DEFAULT_PAYLOAD_LIMIT, `payload of schedule "${checked.name}"`);
+    const result = def.schema["~standard"].validate(normalized);
+    // A synchronous schema is checked now; an async one when the first slot is enqueued.
+    if (!(result instanceof Promise) && result.issues) {
+      const detail = result.issues.map((i) => i.message).join("; ");
+      throw new ValidationError(`payload of schedule "${checked.name}" does not match the schema of job "${def.name}": ${detail}`);
+    }
+    if (result instanceof Promise) result.catch(() => {});
+    this.definitions.set(checked.name, {
+      name: checked.name,
+      cron: checked.cron,
+      job: def,
+      payload: normalized,
+      priority: checked.priority ?? def.priority,
+      missed: checked.missed,
+    });
+    this.syncNeeded = true;
+  }
+
+  /** Writes the code-defined schedules to the store, replacing its other code-defined ones. */
+  async sync(): Promise<void> {
+    const now = (await this.errand.store.now()).getTime();
+    const rows: ScheduleInput[] = [...this.definitions.values()].map((d) => ({
+      name: d.name,
+      cron: d.cron.expression,
+      timezone: d.cron.timezone,
+      jobName: d.job.name,
+      queue: d.job.queue,
+      payload: d.payload,
+      priority: d.priority,
+      missed: d.missed,
+      source: "code",
+      nextRunAt: d.cron.next(now) ?? NEVER,
+    }));
+    await this.errand.store.syncSchedules(rows);
+    this.syncNeeded = false;
+  }
+
+  private ensureSynced(): Promise<void> {
+    if (!this.syncNeeded) return Promise.resolve();
+    this.syncing ??= this.sync().finally(() => {
+      this.syncing = null;
+    });
+    return this.syncing;
+  }
+
+  /**
+   * Fires every due schedule: enqueues its due slots (the latest, or all — at most
+   * MAX_SLOTS_PER_FIRE per call) and advances it. Safe to run anywhere, any number of times at once.
+   */
+  async fire(): Promise<FireResult> {
+    await this.ensureSynced();
+    const { store, log } = this.errand;
+    const due = await store.dueSchedules();
+    const result: FireResult = { fired: 0, slots: [] };
+    if (due.length === 0) return result;
+    const now = (await store.now()).getTime();
+    let firstError: unknown = null;
+    for (const schedule of due) {
+      try {
+        const slots = await this.fireOne(schedule, now);
+        result.slots.push(...slots);
+        result.fired += slots.filter((s) => s.created).length;
+      } catch (err) {
+        log.error({ err, schedule: schedule.name }, "firing a schedule failed; it stays due and is tried again");
+        firstError ??= err;
+      }
+    }
+    if (firstError !== null && result.slots.length === 0) throw firstError;
+    return result;
+  }
+
+  private async fireOne(schedule: ScheduleRecord, now: number): Promise<FiredSlot[]> {
+    const { store, log } = this.errand;
+    let cron: CronExpression;
+    try {
+      cron = CronExpression.parse(schedule.cron, schedule.timezone, `schedule "${schedule.name}"`);
+    } catch (err) {
+      // A row written by something else that we cannot read: say so once, leave it alone.
+      if (!this.reportedBroken.has(schedule.name)) log.error({ err, schedule: schedule.name }, "schedule cannot be fired");
+      this.reportedBroken.add(schedule.name);
+      return [];
+    }
+    const expected = schedule.nextRunAt;
+    let slots: Date[];
+    let nextRunAt: Date;
+    if (schedule.missed === "all") {
+      slots = [];
+      let slot = cron.firstAtOrAfter(expected.getTime());
+      while (slot && slot.getTime() <= now && slots.length < MAX_SLOTS_PER_FIRE) {
+        slots.push(slot);
+        slot = cron.next(slot.getTime());
+      }
+      // Capped: next_run_at stays in the past, so the next call goes on where this one stopped.
+      nextRunAt = slot ?? NEVER;
+      if (slots.length === MAX_SLOTS_PER_FIRE && slot && slot.getTime() <= now) {
+        log.warn({ schedule: schedule.name, fired: slots.length }, "many missed slots: firing them in batches");
+      }
+    } else {
+      const latest = cron.latest(now);
+      slots = latest && latest.getTime() >= expected.getTime() ? [latest] : [];
+      nextRunAt = cron.next(now) ?? NEVER;
+      if (latest && latest.getTime() > expected.getTime()) {
+        log.info(
+          { schedule: schedule.name, slot: latest.toISOString(), missedSince: expected.toISOString() },
+          "missed slots skipped: firing the latest only (missed: latest)",
+        );
+      }
+    }
+    const fired = await this.enqueueSlots(schedule, slots);
+    const advanced = await store.advanceSchedule({
+      name: schedule.name,
+      expectedNextRunAt: expected,
+      nextRunAt,
+      lastSlot: slots.length > 0 ? slots[slots.length - 1] : null,
+    });
+    for (const f of fired) {
+      if (f.created) log.info({ schedule: f.schedule, slot: f.slot.toISOString(), jobId: f.jobId }, "schedule fired");
+    }
+    if (!advanced) log.debug({ schedule: schedule.name }, "another scheduler advanced this schedule first");
+    return fired;
+  }
+
+  private async enqueueSlots(schedule: ScheduleRecord, slots: Date[]): Promise<FiredSlot[]> {
+    if (slots.length === 0) return [];
+    const items = slots.map((slot) => ({ payload: schedule.payload, key: slotKey(schedule.name, slot), priority: schedule.priority, runAt: slot }));
+    try {
+      if (this.errand.jobNames.includes(schedule.jobName)) {
+        const jobs = await this.errand.enqueueMany(schedule.jobName, items);
+        return jobs.map((job, i) => ({ schedule: schedule.name, slot: slots[i], jobId: job.id, created: job.created }));
+      }
+      // A job this process does not know (a schedule added by hand for another service):
+      // enqueue it as stored; the workers that know the job validate and run it.
+      const results = await this.errand.store.insertJobs(
+        items.map((item) => ({ ...item, queue: schedule.queue, name: schedule.jobName, maxAttempts: 3 })),
+      );
+      return results.map((r, i) => ({ schedule: schedule.name, slot: slots[i], jobId: r.job.id, created: r.created }));
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      // The stored payload no longer fits the job's schema: retrying every second cannot fix it.
+      this.errand.log.error(
+        { err, schedule: schedule.name, slots: slots.map((s) => s.toISOString()) },
+        "schedule's payload was rejected; these slots are skipped — fix the schedule",
+      );
+      return [];
+    }
+  }
+}
