@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+/**
+ * The `errand` command. Each command group lives in its own file; this one wires them up and
+ * turns errors into exit codes: user errors (bad input) are one line on stderr without a stack
+ * trace, exit 2 for a wrong command line and 1 otherwise; anything unexpected prints its stack
+ * (also set ERRAND_DEBUG=1 to see stacks for user errors).
+ */
+import { readFileSync } from "node:fs";
+import { Command, CommanderError, Option } from "commander";
+import { isUserError } from "./common.js";
+import { registerDemo } from "./demo.js";
+import { registerDlq } from "./dlq.js";
+import { registerEnqueue } from "./enqueue.js";
+import { registerJobs } from "./jobs.js";
+import { registerMigrate } from "./migrate.js";
+import { registerStats } from "./stats.js";
+import { registerWorker } from "./worker.js";
+
+function version(): string {
+  for (const path of ["../../package.json", "../../../package.json"]) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === "errand" && pkg.version) return pkg.version;
+    } catch {
+      // try the next candidate
+    }
+  }
+  return "unknown";
+}
+
+export function buildProgram(): Command {
+  const program = new Command("errand")
+    .description("durable background jobs on SQLite, PostgreSQL or memory")
+    .version(version(), "-V, --version")
+    .addOption(
+      new Option(
+        "--url <url>",
+        "store: a SQLite file path or sqlite:<path>, postgres://…, or memory: (default $ERRAND_URL, else ./errand.db)",
+      ),
+    )
+    .option("--schema <name>", "PostgreSQL schema for errand's tables (default errand)")
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .addHelpText(
+      "after",
+      `
+Exit codes: 0 success · 1 failed or refused (the message says why) · 2 wrong command line.
+
+Quick start:
+  errand demo                                   run the demo on a fresh SQLite file
+  errand enqueue send-email --jobs ./jobs.js --payload '{"userId": 1}'
+  errand worker --jobs ./jobs.js --concurrency emails=2
+  errand jobs list --state failed
+  errand stats`,
+    );
+  registerMigrate(program);
+  registerWorker(program);
+  registerEnqueue(program);
+  registerStats(program);
+  registerJobs(program);
+  registerDlq(program);
+  registerDemo(program);
+  return program;
+}
+
+export async function main(argv: string[] = process.argv): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === "number" ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander already printed its message (or the help); only the exit code is ours.
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    const debug = process.env.ERRAND_DEBUG === "1";
+    if (isUserError(err)) {
+      process.stderr.write(`errand: ${(err as Error).message}\n`);
+      if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+      return (err as { exitCode?: number }).exitCode ?? 1;
+    }
+    process.stderr.write(
+      `errand: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return 1;
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,180 @@
+/**
+ * The process-level rules of a worker (DESIGN: Shutdown), for `errand worker` and for programs
+ * that run a worker as their main job:
+ *
+ * - SIGTERM / SIGINT: stop claiming, let in-flight jobs finish. A clean stop exits 0. Past the
+ *   hard timeout the worker aborts the jobs' signals and returns them to `pending` (the
+ *   interrupted attempt is recorded, not charged): exit 1.
+ * - A second signal during the graceful stop cuts it short: the hard stop happens at once.
+ * - An unhandled rejection or uncaught exception: logged, every running job released at once,
+ *   exit 1 — the process may be in a bad state, so the orchestrator should start a clean one.
+ *
+ * runUntilSignal resolves with the exit code instead of exiting, so the caller decides when the
+ * process ends (the CLI calls process.exit with it). Every listener it installs is removed
+ * before it resolves.
+ */
+import { type Duration, parseDuration } from "../duration.js";
+import type { Errand } from "../errand.js";
+import { toError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { JobAbort } from "./abort.js";
+import type { StopResult, Worker } from "./worker.js";
+
+export interface RunUntilSignalOptions {
+  /** Graceful stop budget before running jobs are aborted and released. Default 30s. */
+  shutdownTimeout?: Duration;
+  /** Where shutdown and crash lines go. Default the errand's logger. */
+  log?: Logger;
+  /** Signals that start the graceful stop. Default SIGTERM and SIGINT. */
+  signals?: NodeJS.Signals[];
+  /** Aborting this starts the graceful stop, like a first signal (embedding, tests). */
+  signal?: AbortSignal;
+  /** Close the errand (and its store) after the worker stopped. Default true. */
+  close?: boolean;
+}
+
+export interface ShutdownReport {
+  /** 0 after a clean stop; 1 after the hard timeout, a forced stop or a crash. */
+  exitCode: 0 | 1;
+  cause: "signal" | "abort" | "crash";
+  /** The first signal received, when the cause is a signal. */
+  signal?: NodeJS.Signals;
+  /** Every in-flight job finished on its own. */
+  clean: boolean;
+  /** Jobs returned to pending unfinished. */
+  released: number;
+  /** A second signal cut the graceful stop short. */
+  forced: boolean;
+  /** The unhandled error, when the cause is a crash. */
+  error?: Error;
+}
+
+/** Runs until a signal, an abort or a crash, then stops the worker by the rules above. */
+export async function runUntilSignal(
+  worker: Worker,
+  errand: Errand,
+  options: RunUntilSignalOptions = {},
+): Promise<ShutdownReport> {
+  const timeoutMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
+  const log = options.log ?? errand.log;
+  const signals = options.signals ?? ["SIGTERM", "SIGINT"];
+
+  let stopping: Promise<StopResult> | null = null;
+  let cause: ShutdownReport["cause"] | null = null;
+  let firstSignal: NodeJS.Signals | undefined;
+  let forced = false;
+  let crash: Error | undefined;
+  let aborted = 0;
+  let triggered!: () => void;
+  const trigger = new Promise<void>((resolve) => {
+    triggered = resolve;
+  });
+
+  const beginStop = (timeout: number): void => {
+    stopping ??= worker.stop({ timeout });
+    triggered();
+  };
+
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (!stopping) {
+      cause = "signal";
+      firstSignal = sig;
+      log.info(
+        { signal: sig, running: worker.running, timeoutMs },
+        `${sig} received: finishing running jobs (up to ${timeoutMs} ms); send it again to stop at once`,
+      );
+      beginStop(timeoutMs);
+      return;
+    }
+    if (forced) return;
+    forced = true;
+    log.warn({ signal: sig, running: worker.running }, `${sig} received again: releasing running jobs now`);
+    aborted = Math.max(aborted, abortRunning(worker));
+  };
+
+  const onCrash = (kind: "uncaughtException" | "unhandledRejection") => (thrown: unknown) => {
+    const err = toError(thrown);
+    if (!crash) crash = err;
+    const message = `${kind === "uncaughtException" ? "uncaught exception" : "unhandled promise rejection"}: releasing running jobs and exiting`;
+    if (kind === "uncaughtException") log.fatal({ err }, message);
+    else log.error({ err }, message);
+    if (!stopping) {
+      cause = "crash";
+      beginStop(0);
+    } else {
+      // Already stopping gracefully: a crash ends the grace period.
+      aborted = Math.max(aborted, abortRunning(worker));
+    }
+  };
+
+  const onAbort = (): void => {
+    if (stopping) return;
+    cause = "abort";
+    log.info({ running: worker.running, timeoutMs }, "stop requested: finishing running jobs");
+    beginStop(timeoutMs);
+  };
+
+  const onException = onCrash("uncaughtException");
+  const onRejection = onCrash("unhandledRejection");
+  for (const sig of signals) process.on(sig, onSignal);
+  process.on("uncaughtException", onException);
+  process.on("unhandledRejection", onRejection);
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  try {
+    await trigger;
+    const result = await (stopping as unknown as Promise<StopResult>);
+    let closeFailed = false;
+    if (options.close !== false) {
+      try {
+        await errand.close();
+      } catch (err) {
+        closeFailed = true;
+        log.error({ err }, "closing the store failed");
+      }
+    }
+    const released = Math.max(result.released, aborted);
+    const clean = result.clean && !forced && aborted === 0 && !crash;
+    const exitCode: 0 | 1 = clean && !closeFailed ? 0 : 1;
+    const report: ShutdownReport = {
+      exitCode,
+      cause: crash ? "crash" : (cause ?? "abort"),
+      clean,
+      released,
+      forced,
+    };
+    if (firstSignal) report.signal = firstSignal;
+    if (crash) report.error = crash;
+    log.info(
+      { exitCode, clean, released },
+      clean ? "shut down cleanly" : "shut down with unfinished jobs released",
+    );
+    return report;
+  } finally {
+    for (const sig of signals) process.off(sig, onSignal);
+    process.off("uncaughtException", onException);
+    process.off("unhandledRejection", onRejection);
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * Ends the grace period now: aborts every running job's signal with the shutdown reason, exactly
+ * what Worker.stop does at its hard timeout, so each job is released (recorded, not charged).
+ *
+ * Worker.stop() is idempotent and keeps the timeout of its first call, so a second, shorter
+ * stop() cannot cut a graceful stop short; until Worker offers that, this reaches the worker's
+ * table of running jobs. Returns how many jobs were aborted.
+ */
+function abortRunning(worker: Worker): number {
+  const active = (worker as unknown as { active?: Map<string, { controller: AbortController }> }).active;
+  if (!(active instanceof Map)) return 0;
+  let count = 0;
+  for (const job of active.values()) {
+    if (job.controller.signal.aborted) continue;
+    job.controller.abort(new JobAbort("shutdown", "worker shut down"));
+    count++;
+  }
+  return count;
+}
