@@ -1,0 +1,861 @@
+/**
+ * The PostgreSQL store: production mode, any number of worker processes on any number of hosts
+ * against one database, no coordinator. Behaves exactly as the memory store (the reference);
+ * test/conformance/ holds it to that. All SQL is in queries.ts, the schema in migrations.ts.
+ *
+ * How it stays fast and safe under many workers:
+ * - claimJobs is one statement: `FOR UPDATE SKIP LOCKED` over a partial index of pending jobs in
+ *   claim order, so concurrent claimers never wait on each other nor take the same job, and the
+ *   index never holds the millions of finished rows.
+ * - finishJobs and extendLeases are one statement per batch (`unnest` of arrays), each outcome
+ *   fenced by its lease token: a worker that lost its lease cannot overwrite the job's new life.
+ * - Leases, due times and retention use the database clock (`statement_timestamp()`).
+ * - Inserts are bulk statements of 5,000 rows; idempotency keys are a unique partial index.
+ * - LISTEN/NOTIFY wakes idle workers (notifier.ts); polling remains the safety net.
+ * - The pool survives killed connections and server restarts: a broken client is dropped, the
+ *   next query opens a new one; a method whose connection died throws (the worker backs off and
+ *   retries). Idle-client errors never crash the process.
+ */
+import pg from "pg";
+import { ValidationError } from "../../errors.js";
+import type { JobRecord } from "../../job.js";
+import { decodeCursor, encodeCursor } from "../shared.js";
+import type {
+  ClaimedJob,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  Lease,
+  LeaseStatus,
+  NewJob,
+  Outcome,
+  OutcomeKind,
+  QueueStats,
+  RescuedJob,
+  ScheduleInput,
+  ScheduleRecord,
+  Store,
+  ThroughputBucket,
+  TxHandle,
+  WorkerInfo,
+} from "../types.js";
+import { LATEST_VERSION, MIGRATIONS } from "./migrations.js";
+import { Notifier } from "./notifier.js";
+import * as Q from "./queries.js";
+import {
+  compareIds,
+  isJobId,
+  type Row,
+  toClaimed,
+  toDate,
+  toDateOrNull,
+  toJob,
+  toSchedule,
+  toWorker,
+} from "./rows.js";
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:pass@host:port/db`. Optional when `pool` is given (then its options are used to LISTEN). */
+  url?: string;
+  /** Schema holding errand's tables (default "errand"). Letters, digits and "_", at most 50. */
+  schema?: string;
+  /** An application's own pool to share; errand then never ends it. */
+  pool?: pg.Pool;
+  /** Size of the pool errand creates (default 10). */
+  poolSize?: number;
+  /**
+   * Background connection errors (an idle pool client or the LISTEN connection dropped). The store
+   * recovers by itself and never logs; pass this to log them.
+   */
+  onError?: (err: Error) => void;
+}
+
+/** Rows per INSERT statement. 5,000 rows × 8 arrays keeps a statement well under a second. */
+const INSERT_CHUNK = 5_000;
+/** Rows per rescue / prune statement: short statements, few row locks held at once. */
+const RESCUE_BATCH = 1_000;
+const PRUNE_BATCH = 10_000;
+
+type QueryName = { [K in keyof typeof Q]: (typeof Q)[K] extends string ? K : never }[keyof typeof Q];
+
+/**
+ * Hot statements run as named prepared statements (parsed and planned once per connection).
+ * The others run unnamed: planned with their actual parameters each time, which lets Postgres
+ * fold away the filters passed as NULL (LIST_JOBS, RETRY_JOBS, DISCARD_JOBS).
+ */
+const PREPARED = new Set<QueryName>([
+  "SELECT_NOW",
+  "INSERT_JOBS",
+  "SELECT_JOB",
+  "CLAIM_JOBS",
+  "EXTEND_LEASES",
+  "FINISH_JOBS",
+  "LOCK_HELD_JOB",
+  "SET_PROGRESS",
+  "RESCUE_EXPIRED",
+  "NEXT_RUN_AT",
+  "LEDGER_GET",
+  "LEDGER_PUT",
+  "HEARTBEAT_WORKER",
+]);
+
+const OUTCOME_KINDS = new Set<OutcomeKind>([
+  "completed",
+  "retry",
+  "failed",
+  "snoozed",
+  "released",
+  "cancelled",
+]);
+
+interface Queryable {
+  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+}
+
+interface EncodedJob {
+  input: NewJob;
+  payloadText: string;
+}
+
+/** Thrown inside a transaction to roll it back without an error reaching the caller. */
+class Rollback {}
+
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(36);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function serialize(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new ValidationError(`${what} is not JSON-serializable: ${errorMessage(err)}`);
+  }
+  text ??= "null";
+  // jsonb cannot hold the NUL character: fail with a clear message instead of a driver error.
+  if (text.includes("\\u0000"))
+    throw new ValidationError(
+      `${what} contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store`,
+    );
+  return text;
+}
+
+/** The caller's transaction handle must be a connected node-postgres client, not a pool. */
+function asClient(tx: unknown): Queryable {
+  if (typeof tx !== "object" || tx === null || typeof (tx as { query?: unknown }).query !== "function") {
+    throw new ValidationError(
+      `tx must be a node-postgres client inside the caller's transaction (a pg.Client, or a client from pool.connect() after BEGIN); got ${tx === null ? "null" : typeof tx === "object" ? (tx.constructor?.name ?? "an object") + " without a query() method" : typeof tx}`,
+    );
+  }
+  if ("totalCount" in tx && "idleCount" in tx) {
+    throw new ValidationError(
+      "tx is a pg.Pool: each statement on a pool may run on another connection, outside your transaction. Pass the client from `const client = await pool.connect(); await client.query('BEGIN')`",
+    );
+  }
+  return tx as Queryable;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres" as const;
+  readonly schema: string;
+  readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+  private readonly sql: Record<QueryName, string>;
+  private readonly names: Record<string, string>;
+  private readonly notifier: Notifier;
+  private readonly onError?: (err: Error) => void;
+  private readonly poolErrorHandler = (err: Error) => this.report(err);
+  private closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    const schema = options.schema ?? "errand";
+    if (typeof schema !== "string" || !Q.SCHEMA_NAME_PATTERN.test(schema) || /^pg_/i.test(schema)) {
+      throw new ValidationError(
+        `invalid Postgres schema name ${JSON.stringify(schema)}: use 1-50 letters, digits or "_", starting with a letter or "_" (and not "pg_")`,
+      );
+    }
+    if (!options.pool && (typeof options.url !== "string" || options.url === "")) {
+      throw new ValidationError("openPostgresStore needs a url (postgres://…) or a pool");
+    }
+    if (options.poolSize !== undefined && (!Number.isInteger(options.poolSize) || options.poolSize < 1)) {
+      throw new ValidationError(
+        `poolSize must be a positive integer; got ${JSON.stringify(options.poolSize)}`,
+      );
+    }
+    this.schema = schema;
+    this.onError = options.onError;
+    this.ownsPool = !options.pool;
+    this.pool =
+      options.pool ??
+      new pg.Pool({
+        connectionString: options.url,
+        max: options.poolSize ?? 10,
+        application_name: `errand:${schema}`,
+        keepAlive: true,
+        connectionTimeoutMillis: 10_000,
+        idleTimeoutMillis: 30_000,
+      });
+    // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
+    // pool; without a handler that would crash the process. The pool drops the client itself.
+    this.pool.on("error", this.poolErrorHandler);
+
+    const sql = {} as Record<QueryName, string>;
+    const names: Record<string, string> = {};
+    const prefix = `errand_${fnv1a(schema)}_`;
+    for (const [name, value] of Object.entries(Q)) {
+      if (typeof value !== "string") continue;
+      sql[name as QueryName] = Q.bindSchema(value, schema);
+      if (PREPARED.has(name as QueryName)) names[name] = `${prefix}${name.toLowerCase()}`;
+    }
+    this.sql = sql;
+    this.names = names;
+
+    const url = options.url;
+    const poolOptions = (this.pool as unknown as { options?: pg.ClientConfig }).options ?? {};
+    this.notifier = new Notifier({
+      channel: Q.channelName(schema),
+      onError: (err) => this.report(err),
+      createClient: () =>
+        new pg.Client({
+          ...(url ? { connectionString: url } : poolOptions),
+          application_name: `errand-listen:${schema}`,
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
+          connectionTimeoutMillis: 10_000,
+        }),
+    });
+  }
+
+  private report(err: unknown): void {
+    try {
+      this.onError?.(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // a reporter that throws must not crash a connection handler
+    }
+  }
+
+  // ── plumbing ────────────────────────────────────────────────────────────────────────────
+
+  private run(
+    name: QueryName,
+    values: unknown[] = [],
+    on: Queryable = this.pool,
+    prepared = true,
+  ): Promise<pg.QueryResult> {
+    const statement = prepared ? this.names[name] : undefined;
+    return on.query(
+      statement ? { name: statement, text: this.sql[name], values } : { text: this.sql[name], values },
+    );
+  }
+
+  /**
+   * Runs `fn` in a transaction on one pool client. A client whose connection broke is destroyed
+   * rather than returned to the pool. `Rollback` thrown by `fn` rolls back and returns undefined.
+   */
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T | typeof Rollback> {
+    const client = await this.pool.connect();
+    // A checked-out client has no error listener of the pool's: keep the process alive if its
+    // connection dies between our statements.
+    const onClientError = (err: Error) => this.report(err);
+    client.on("error", onClientError);
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const value = await fn(client);
+      await client.query("COMMIT");
+      return value;
+    } catch (err) {
+      try {
+        await client.query("ROLLBACK");
+      } catch (rollbackErr) {
+        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+      }
+      if (err instanceof Rollback) return Rollback;
+      throw err;
+    } finally {
+      client.off("error", onClientError);
+      client.release(broken);
+    }
+  }
+
+  /** Runs notifications for in-process listeners when the LISTEN connection was not yet (or no longer) up. */
+  private notifyLocally(queues: Iterable<string>): void {
+    for (const queue of new Set(queues)) queueMicrotask(() => this.notifier.emit(queue));
+  }
+
+  // ── lifecycle ───────────────────────────────────────────────────────────────────────────
+
+  async migrate(): Promise<void> {
+    // Fast path: a schema already at this version needs no lock (many processes start at once).
+    const current = await this.appliedMigrations(this.pool).catch(() => null);
+    if (current && MIGRATIONS.every((m) => current.has(m.version))) {
+      this.checkNewer(current);
+      return;
+    }
+    await this.transaction(async (client) => {
+      await client.query({ text: this.sql.MIGRATE_LOCK, values: [`errand.migrate:${this.schema}`] });
+      await client.query(this.sql.MIGRATE_CREATE_SCHEMA);
+      await client.query(this.sql.MIGRATE_CREATE_TABLE);
+      const applied = (await this.appliedMigrations(client)) ?? new Map<number, boolean>();
+      this.checkNewer(applied);
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await client.query(Q.bindSchema(migration.sql, this.schema));
+        await client.query({
+          text: this.sql.MIGRATE_RECORD,
+          values: [migration.version, migration.name, migration.breaking ?? false],
+        });
+      }
+    });
+  }
+
+  /** Applied versions (version → breaking), or null when the migrations table does not exist yet. */
+  private async appliedMigrations(on: Queryable): Promise<Map<number, boolean> | null> {
+    try {
+      const { rows } = await on.query({ text: this.sql.MIGRATE_VERSIONS });
+      return new Map(rows.map((r: Row) => [Number(r.version), Boolean(r.breaking)]));
+    } catch (err) {
+      if ((err as { code?: string }).code === "42P01" || (err as { code?: string }).code === "3F000")
+        return null;
+      throw err;
+    }
+  }
+
+  private checkNewer(applied: Map<number, boolean>): void {
+    const breaking = [...applied].filter(([version, isBreaking]) => version > LATEST_VERSION && isBreaking);
+    if (breaking.length > 0) {
+      throw new ValidationError(
+        `schema "${this.schema}" has migration ${breaking.map(([v]) => v).join(", ")} applied, which this version of errand (schema version ${LATEST_VERSION}) cannot work with: upgrade errand`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.notifier.close();
+    if (this.ownsPool) await this.pool.end();
+    else this.pool.off("error", this.poolErrorHandler);
+  }
+
+  async now(): Promise<Date> {
+    const { rows } = await this.run("SELECT_NOW");
+    return toDate(rows[0].now);
+  }
+
+  /** Resolves once the LISTEN connection is up (for tests that need a NOTIFY to arrive). */
+  whenListening(): Promise<void> {
+    return this.notifier.whenListening();
+  }
+
+  onJobsAvailable(listener: (queue: string | null) => void): () => void {
+    if (this.closed) return () => {};
+    return this.notifier.subscribe(listener);
+  }
+
+  // ── insert and read ─────────────────────────────────────────────────────────────────────
+
+  async insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
+    const client = tx === undefined || tx === null ? null : asClient(tx);
+    if (jobs.length === 0) return [];
+    const encoded = jobs.map((input, i) => ({
+      input,
+      payloadText: serialize(input.payload, jobs.length === 1 ? "payload" : `job ${i} payload`),
+    }));
+    const wasListening = this.notifier.isListening;
+    let results: InsertResult[];
+    if (client) {
+      // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
+      results = await this.insertOn(client, encoded, false);
+    } else if (jobs.length <= INSERT_CHUNK) {
+      results = await this.insertOn(this.pool, encoded, true);
+    } else {
+      const value = await this.transaction((c) => this.insertOn(c, encoded, true));
+      results = value as InsertResult[];
+    }
+    if (!wasListening && this.notifier.size > 0) {
+      this.notifyLocally(results.filter((r) => r.created).map((r) => r.job.queue));
+    }
+    return results;
+  }
+
+  private async insertOn(on: Queryable, jobs: EncodedJob[], prepared: boolean): Promise<InsertResult[]> {
+    const results: Array<InsertResult | undefined> = new Array(jobs.length);
+    let todo = jobs.map((_, i) => i);
+    // A key whose existing job is deleted between our insert and our read (pruned, discarded)
+    // is inserted again; a few rounds settle any real race.
+    for (let round = 0; round < 5 && todo.length > 0; round++) {
+      for (let start = 0; start < todo.length; start += INSERT_CHUNK) {
+        const chunk = todo.slice(start, start + INSERT_CHUNK);
+        const values = [
+          chunk.map((i) => jobs[i].input.queue),
+          chunk.map((i) => jobs[i].input.name),
+          chunk.map((i) => jobs[i].payloadText),
+          chunk.map((i) => jobs[i].input.priority),
+          chunk.map((i) => jobs[i].input.maxAttempts),
+          chunk.map((i) => (jobs[i].input.runAt ? new Date(jobs[i].input.runAt as Date) : null)),
+          chunk.map((i) => jobs[i].input.delayMs ?? 0),
+          chunk.map((i) => jobs[i].input.key ?? null),
+        ];
+        const { rows } = await this.run("INSERT_JOBS", values, on, prepared);
+        for (const row of rows) {
+          const i = chunk[Number(row.ord) - 1];
+          results[i] = { job: this.newJobRecord(jobs[i], row), created: true };
+        }
+      }
+      const missing = todo.filter((i) => results[i] === undefined);
+      todo = missing;
+      if (missing.length === 0) break;
+      // Duplicates of (queue, key): read the existing jobs in a new statement (a fresh snapshot
+      // sees the concurrent insert that our ON CONFLICT waited for).
+      const pairs = new Map<string, { queue: string; key: string }>();
+      for (const i of missing) {
+        const { queue, key } = jobs[i].input;
+        pairs.set(`${queue}\u0000${key}`, { queue, key: key as string });
+      }
+      const { rows } = await this.run(
+        "SELECT_JOBS_BY_KEYS",
+        [[...pairs.values()].map((p) => p.queue), [...pairs.values()].map((p) => p.key)],
+        on,
+        false,
+      );
+      const existing = new Map(rows.map((r: Row) => [`${r.queue}\u0000${r.key}`, toJob(r)]));
+      for (const i of missing) {
+        const job = existing.get(`${jobs[i].input.queue}\u0000${jobs[i].input.key}`);
+        if (job) results[i] = { job: i === missing[0] ? job : structuredClone(job), created: false };
+      }
+      todo = missing.filter((i) => results[i] === undefined);
+    }
+    if (todo.length > 0)
+      throw new Error(`could not insert or find ${todo.length} job(s) with an idempotency key; try again`);
+    return results as InsertResult[];
+  }
+
+  private newJobRecord(encoded: EncodedJob, row: Row): JobRecord {
+    const { input, payloadText } = encoded;
+    // The database's run_at is now + delay at microsecond precision; as a Date (ms) it is exactly this.
+    const now = Number(row.now_ms);
+    return {
+      id: String(row.id),
+      queue: input.queue,
+      name: input.name,
+      state: "pending",
+      priority: input.priority,
+      attempt: 0,
+      maxAttempts: input.maxAttempts,
+      runAt: input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0)),
+      payload: JSON.parse(payloadText),
+      key: input.key ?? null,
+      attempts: [],
+      result: null,
+      progress: null,
+      lastError: null,
+      createdAt: new Date(now),
+      startedAt: null,
+      finishedAt: null,
+      lockedBy: null,
+      lockedUntil: null,
+      cancelRequested: false,
+    };
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    if (!isJobId(String(id))) return null;
+    const { rows } = await this.run("SELECT_JOB", [String(id)]);
+    return rows.length > 0 ? toJob(rows[0]) : null;
+  }
+
+  async listJobs(filter: JobFilter): Promise<JobPage> {
+    const limit = filter.limit ?? 50;
+    const before = decodeCursor(filter.cursor);
+    if (!Number.isInteger(limit) || limit < 1) return { jobs: [], nextCursor: null };
+    const { rows } = await this.run(
+      "LIST_JOBS",
+      [
+        filter.queue || null,
+        filter.state || null,
+        filter.name || null,
+        before === null ? null : String(before),
+        filter.search || null,
+        limit + 1,
+      ],
+      this.pool,
+      false,
+    );
+    const page = rows.slice(0, limit).map(toJob);
+    const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
+    return { jobs: page, nextCursor };
+  }
+
+  async stats(): Promise<QueueStats[]> {
+    const { rows } = await this.run("STATS");
+    const byQueue = new Map<string, QueueStats>();
+    for (const r of rows) {
+      const queue = r.queue as string;
+      let s = byQueue.get(queue);
+      if (!s) {
+        s = {
+          queue,
+          pending: 0,
+          delayed: 0,
+          running: 0,
+          completed: 0,
+          failed: 0,
+          cancelled: 0,
+          completedLastHour: 0,
+          failedLastHour: 0,
+          completedLastDay: 0,
+          failedLastDay: 0,
+          oldestPendingMs: null,
+        };
+        byQueue.set(queue, s);
+      }
+      const n = Number(r.n);
+      switch (r.state) {
+        case "pending":
+          s.pending = n;
+          s.delayed = Number(r.delayed);
+          s.oldestPendingMs = r.oldest_ms === null ? null : Math.max(0, Number(r.oldest_ms));
+          break;
+        case "running":
+          s.running = n;
+          break;
+        case "completed":
+          s.completed = n;
+          s.completedLastHour = Number(r.last_hour);
+          s.completedLastDay = Number(r.last_day);
+          break;
+        case "failed":
+          s.failed = n;
+          s.failedLastHour = Number(r.last_hour);
+          s.failedLastDay = Number(r.last_day);
+          break;
+        case "cancelled":
+          s.cancelled = n;
+          break;
+      }
+    }
+    return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+  }
+
+  async throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
+    if (!(bucketMs > 0)) throw new ValidationError(`bucketMs must be a positive number; got ${bucketMs}`);
+    const { rows } = await this.run("THROUGHPUT", [sinceMs, bucketMs]);
+    const buckets = new Map<string, ThroughputBucket>();
+    for (const r of rows) {
+      const at = Number(r.at);
+      const id = `${r.queue}\u0000${at}`;
+      let b = buckets.get(id);
+      if (!b) {
+        b = { at: new Date(at), queue: r.queue as string, completed: 0, failed: 0 };
+        buckets.set(id, b);
+      }
+      if (r.state === "completed") b.completed += Number(r.n);
+      else b.failed += Number(r.n);
+    }
+    return [...buckets.values()].sort(
+      (a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue),
+    );
+  }
+
+  // ── claim, lease, finish ────────────────────────────────────────────────────────────────
+
+  async claimJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+  }): Promise<ClaimedJob[]> {
+    const limit = Math.floor(req.limit);
+    if (!(limit > 0)) return [];
+    const { rows } = await this.run("CLAIM_JOBS", [req.queue, limit, req.workerId, req.leaseMs]);
+    return rows.sort((a: Row, b: Row) => Number(a.ord) - Number(b.ord)).map(toClaimed);
+  }
+
+  async extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+    const valid = leases.filter((l) => isJobId(l.id)).sort((a, b) => compareIds(a.id, b.id));
+    const held = new Map<string, boolean>();
+    if (valid.length > 0) {
+      const { rows } = await this.run("EXTEND_LEASES", [
+        valid.map((l) => l.id),
+        valid.map((l) => l.leaseToken),
+        leaseMs,
+      ]);
+      for (const r of rows) held.set(`${r.id}:${r.token}`, Boolean(r.cancel_requested));
+    }
+    return leases.map((lease) => {
+      const cancel = held.get(`${lease.id}:${lease.leaseToken}`);
+      return { id: lease.id, held: cancel !== undefined, cancelRequested: cancel ?? false };
+    });
+  }
+
+  async finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
+    return this.finishOn(this.pool, outcomes, true);
+  }
+
+  /**
+   * One statement for the whole batch. The same (id, token) twice is applied once (the first);
+   * outcomes go to the database sorted by id, so two batches touching the same rows lock them
+   * in the same order and cannot deadlock.
+   */
+  private async finishOn(on: Queryable, outcomes: Outcome[], prepared: boolean): Promise<boolean[]> {
+    const chosen = new Map<string, number>();
+    outcomes.forEach((o, i) => {
+      if (!OUTCOME_KINDS.has(o.kind))
+        throw new ValidationError(`unknown outcome kind ${JSON.stringify(o.kind)}`);
+      const pair = `${o.id}:${o.leaseToken}`;
+      if (isJobId(o.id) && Number.isInteger(o.leaseToken) && !chosen.has(pair)) chosen.set(pair, i);
+    });
+    if (chosen.size === 0) return outcomes.map(() => false);
+    const batch = [...chosen.values()].map((i) => outcomes[i]).sort((a, b) => compareIds(a.id, b.id));
+    const values = [
+      batch.map((o) => o.id),
+      batch.map((o) => o.leaseToken),
+      batch.map((o) => o.kind),
+      batch.map((o) => o.delayMs ?? 0),
+      batch.map((o) =>
+        o.kind === "completed" ? serialize(o.result ?? null, `result of job ${o.id}`) : null,
+      ),
+      batch.map((o) => o.worker),
+      batch.map((o) => (o.error ? String(o.error.message ?? "") : null)),
+      batch.map((o) => (o.error?.stack ? String(o.error.stack) : null)),
+      batch.map((o) => (o.error ? o.error.kind : null)),
+    ];
+    const wasListening = this.notifier.isListening;
+    const { rows } = await this.run("FINISH_JOBS", values, on, prepared);
+    const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
+    if (!wasListening && this.notifier.size > 0) {
+      this.notifyLocally(rows.filter((r: Row) => r.state === "pending").map((r: Row) => r.queue as string));
+    }
+    return outcomes.map(
+      (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
+    );
+  }
+
+  async completeInTransaction<T>(
+    lease: Lease,
+    worker: string,
+    fn: (tx: TxHandle) => Promise<T> | T,
+  ): Promise<{ applied: boolean; value?: T }> {
+    if (!isJobId(lease.id)) return { applied: false };
+    const result = await this.transaction(async (client) => {
+      // The row lock holds the lease for the whole transaction: the rescuer skips the row, a
+      // concurrent finish waits. A lease already lost means fn never runs.
+      const locked = await this.run("LOCK_HELD_JOB", [lease.id, lease.leaseToken], client);
+      if (locked.rowCount === 0) throw new Rollback();
+      const value = await fn(client);
+      const [applied] = await this.finishOn(
+        client,
+        [{ ...lease, kind: "completed", result: value, worker }],
+        true,
+      );
+      if (!applied) throw new Rollback();
+      return { applied: true, value };
+    });
+    return result === Rollback ? { applied: false } : (result as { applied: boolean; value?: T });
+  }
+
+  async setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
+    if (!isJobId(lease.id)) return false;
+    const result = await this.run("SET_PROGRESS", [
+      lease.id,
+      lease.leaseToken,
+      serialize({ ...progress }, "progress"),
+    ]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async rescueExpiredLeases(_workerNote?: string): Promise<RescuedJob[]> {
+    const rescued: RescuedJob[] = [];
+    for (;;) {
+      const wasListening = this.notifier.isListening;
+      const { rows } = await this.run("RESCUE_EXPIRED", [RESCUE_BATCH]);
+      for (const r of rows) {
+        rescued.push({
+          id: String(r.id),
+          queue: r.queue as string,
+          name: r.name as string,
+          state: r.state as RescuedJob["state"],
+          attempt: Number(r.attempt),
+        });
+      }
+      if (!wasListening && this.notifier.size > 0) {
+        this.notifyLocally(rows.filter((r: Row) => r.state === "pending").map((r: Row) => r.queue as string));
+      }
+      if (rows.length < RESCUE_BATCH) break;
+    }
+    return rescued;
+  }
+
+  async nextRunAt(queues: string[]): Promise<Date | null> {
+    if (queues.length === 0) return null;
+    const { rows } = await this.run("NEXT_RUN_AT", [queues]);
+    return toDateOrNull(rows[0]?.next);
+  }
+
+  // ── admin ───────────────────────────────────────────────────────────────────────────────
+
+  async cancelJob(id: string): Promise<JobRecord | null> {
+    if (!isJobId(String(id))) return null;
+    const { rows } = await this.run("CANCEL_JOB", [String(id)]);
+    return rows.length > 0 ? toJob(rows[0]) : null;
+  }
+
+  /** ids filter: null = any; an empty or all-invalid list matches nothing. */
+  private idFilter(filter: { ids?: string[] }): string[] | null | "none" {
+    if (!filter.ids) return null;
+    const ids = filter.ids.map(String).filter(isJobId);
+    return ids.length > 0 ? ids : "none";
+  }
+
+  async retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    const ids = this.idFilter(filter);
+    if (ids === "none") return 0;
+    const wasListening = this.notifier.isListening;
+    const { rows } = await this.run("RETRY_JOBS", [ids, filter.queue ?? null], this.pool, false);
+    const n = Number(rows[0]?.n ?? 0);
+    if (n > 0 && !wasListening && this.notifier.size > 0)
+      this.notifyLocally((rows[0].queues as string[]) ?? []);
+    return n;
+  }
+
+  async discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    const ids = this.idFilter(filter);
+    if (ids === "none") return 0;
+    const result = await this.run("DISCARD_JOBS", [ids, filter.queue ?? null], this.pool, false);
+    return result.rowCount ?? 0;
+  }
+
+  async pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+    let pruned = 0;
+    for (const [query, age] of [
+      ["PRUNE_COMPLETED", req.completedAgeMs],
+      ["PRUNE_FAILED", req.failedAgeMs],
+    ] as const) {
+      for (;;) {
+        const result = await this.run(query, [age, PRUNE_BATCH]);
+        const n = result.rowCount ?? 0;
+        pruned += n;
+        if (n < PRUNE_BATCH) break;
+      }
+    }
+    return pruned;
+  }
+
+  // ── ledger ──────────────────────────────────────────────────────────────────────────────
+
+  async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
+    const { rows } = await this.run("LEDGER_GET", [key]);
+    if (rows.length === 0) return { found: false };
+    return { found: true, value: rows[0].is_undefined ? undefined : rows[0].value };
+  }
+
+  async ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
+    const text = value === undefined ? null : serialize(value, `ledger value for ${JSON.stringify(key)}`);
+    await this.run("LEDGER_PUT", [key, String(jobId), text]);
+  }
+
+  // ── schedules ───────────────────────────────────────────────────────────────────────────
+
+  private scheduleJson(schedules: ScheduleInput[]): string {
+    // Last definition of a name wins, as repeated upserts would.
+    const byName = new Map(schedules.map((s) => [s.name, s]));
+    return serialize(
+      [...byName.values()].map((s) => ({
+        name: s.name,
+        cron: s.cron,
+        timezone: s.timezone,
+        job_name: s.jobName,
+        queue: s.queue,
+        payload: s.payload ?? null,
+        priority: s.priority,
+        missed: s.missed,
+        source: s.source,
+        next_run_at: new Date(s.nextRunAt).toISOString(),
+      })),
+      "schedule",
+    );
+  }
+
+  async syncSchedules(schedules: ScheduleInput[]): Promise<void> {
+    await this.transaction(async (client) => {
+      await this.run("DELETE_STALE_CODE_SCHEDULES", [schedules.map((s) => s.name)], client, false);
+      if (schedules.length > 0)
+        await this.run("UPSERT_SCHEDULES", [this.scheduleJson(schedules)], client, false);
+    });
+  }
+
+  async upsertSchedule(schedule: ScheduleInput): Promise<void> {
+    await this.run("UPSERT_SCHEDULES", [this.scheduleJson([schedule])], this.pool, false);
+  }
+
+  async removeSchedule(name: string): Promise<boolean> {
+    const result = await this.run("REMOVE_SCHEDULE", [name]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async listSchedules(): Promise<ScheduleRecord[]> {
+    const { rows } = await this.run("LIST_SCHEDULES");
+    return rows.map(toSchedule).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async dueSchedules(): Promise<ScheduleRecord[]> {
+    const { rows } = await this.run("DUE_SCHEDULES");
+    return rows.map(toSchedule).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async advanceSchedule(req: {
+    name: string;
+    expectedNextRunAt: Date;
+    nextRunAt: Date;
+    lastSlot: Date | null;
+  }): Promise<boolean> {
+    const result = await this.run("ADVANCE_SCHEDULE", [
+      req.name,
+      new Date(req.expectedNextRunAt),
+      new Date(req.nextRunAt),
+      req.lastSlot ? new Date(req.lastSlot) : null,
+    ]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  // ── workers ─────────────────────────────────────────────────────────────────────────────
+
+  async registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void> {
+    await this.run("REGISTER_WORKER", [
+      info.id,
+      info.host,
+      info.pid,
+      serialize(info.queues, "worker queues"),
+      info.running,
+      info.processed,
+    ]);
+  }
+
+  async heartbeatWorker(id: string, running: number, processed: number): Promise<void> {
+    await this.run("HEARTBEAT_WORKER", [id, running, processed]);
+  }
+
+  async unregisterWorker(id: string): Promise<void> {
+    await this.run("UNREGISTER_WORKER", [id]);
+  }
+
+  async listWorkers(staleMs: number): Promise<WorkerInfo[]> {
+    const { rows } = await this.run("LIST_WORKERS", [staleMs]);
+    return rows.map(toWorker);
+  }
+}
+
+/** Opens (does not migrate) a PostgreSQL store; call `migrate()` before use. */
+export function openPostgresStore(options: PostgresStoreOptions): PostgresStore {
+  return new PostgresStore(options);
+}

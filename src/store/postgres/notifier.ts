@@ -1,0 +1,160 @@
+/**
+ * The LISTEN side of "jobs may be available": one dedicated connection per store (not a pool
+ * client: a LISTEN belongs to a session and a pool would hand the session to someone else).
+ *
+ * NOTIFY is sent by the statements that create due work (insert, retry, rescue — queries.ts)
+ * with the queue name as payload, one per queue per statement, delivered at commit. Listeners
+ * get that queue name.
+ *
+ * The connection is opened when the first listener subscribes and closed with the last one.
+ * When it drops (server restart, pg_terminate_backend, network) it reconnects with exponential
+ * backoff (100 ms doubling to 5 s, jittered) forever, and after every re-LISTEN calls the
+ * listeners with `null`: notifications sent while it was away are lost, so every queue may
+ * have work. It never logs and never throws: errors go to `onError` when one is given.
+ */
+import type pg from "pg";
+import { quoteIdent } from "./queries.js";
+
+export interface NotifierOptions {
+  /** A new, unconnected client for the LISTEN session. */
+  createClient: () => pg.Client;
+  channel: string;
+  onError?: (err: Error) => void;
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+type Listener = (queue: string | null) => void;
+
+export class Notifier {
+  private readonly listeners = new Set<Listener>();
+  private client: pg.Client | null = null;
+  private listening = false;
+  private active = false;
+  private everListened = false;
+  private failures = 0;
+  /** Bumped on every (re)connect and on stop: events of an older connection are ignored. */
+  private generation = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private waiters: Array<() => void> = [];
+
+  constructor(private readonly options: NotifierOptions) {}
+
+  /** True while the LISTEN is in effect: every commit from now on reaches the listeners. */
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  get size(): number {
+    return this.listeners.size;
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    if (!this.active) {
+      this.active = true;
+      void this.connect();
+    }
+    return () => {
+      if (this.listeners.delete(listener) && this.listeners.size === 0) void this.stop();
+    };
+  }
+
+  /** Calls every listener; one that throws does not stop the others. */
+  emit(queue: string | null): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(queue);
+      } catch (err) {
+        this.report(err);
+      }
+    }
+  }
+
+  /** Resolves once the LISTEN is in effect (tests; a store that is not subscribed waits forever). */
+  whenListening(): Promise<void> {
+    if (this.listening) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  async stop(): Promise<void> {
+    this.active = false;
+    this.generation++;
+    this.listening = false;
+    this.everListened = false;
+    this.failures = 0;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => {});
+  }
+
+  /** Closes for good: drops the listeners too. */
+  async close(): Promise<void> {
+    this.listeners.clear();
+    await this.stop();
+  }
+
+  private report(err: unknown): void {
+    try {
+      this.options.onError?.(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // an error reporter that throws must not take the notifier down
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const generation = ++this.generation;
+    const client = this.options.createClient();
+    this.client = client;
+    let dropped = false;
+    const drop = (err?: unknown) => {
+      if (dropped) return;
+      dropped = true;
+      client.end().catch(() => {});
+      if (generation !== this.generation) return;
+      this.client = null;
+      this.listening = false;
+      if (err) this.report(err);
+      this.scheduleReconnect();
+    };
+    // Both stay attached after the end: a late error on a dead socket must never be unhandled.
+    client.on("error", (err) => drop(err));
+    client.on("end", () => drop());
+    client.on("notification", (msg) => {
+      if (generation === this.generation && msg.channel === this.options.channel)
+        this.emit(msg.payload ?? null);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(this.options.channel)}`);
+    } catch (err) {
+      drop(err);
+      return;
+    }
+    if (generation !== this.generation || dropped) {
+      if (!dropped) client.end().catch(() => {});
+      return;
+    }
+    this.listening = true;
+    this.failures = 0;
+    const reconnected = this.everListened;
+    this.everListened = true;
+    for (const resolve of this.waiters.splice(0)) resolve();
+    if (reconnected) this.emit(null);
+  }
+
+  private scheduleReconnect(): void {
+    if (!this.active || this.timer) return;
+    const min = this.options.minBackoffMs ?? 100;
+    const max = this.options.maxBackoffMs ?? 5_000;
+    const delay = Math.min(max, min * 2 ** Math.min(this.failures, 16)) * (0.5 + Math.random() * 0.5);
+    this.failures++;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.active) void this.connect();
+    }, delay);
+    this.timer.unref();
+  }
+}

@@ -1,0 +1,438 @@
+/**
+ * Every SQL statement of the PostgreSQL store, one named constant per query. No other file
+ * holds SQL (migrations.ts holds the DDL). `{{schema}}` is replaced by the quoted schema name
+ * and `{{channel}}` by the NOTIFY channel literal once per store (`bindSchema`); index.ts runs
+ * the hot ones as named prepared statements.
+ *
+ * The clock is the database's. `NOW` is `statement_timestamp()`: the server's time at the start
+ * of the statement — one instant for every row a statement touches (a batch gets one
+ * finished_at), and unlike `now()` it is not frozen at BEGIN, so a completion inside a long
+ * transaction (completeInTransaction, a caller's `tx`) is stamped when it happens. A worker's
+ * clock never decides a lease, a due time or a retention cut-off.
+ *
+ * History entries are built in SQL with the same fields and formats as shared.ts
+ * `attemptFromOutcome` (ISO 8601 UTC strings with milliseconds, like `Date.toISOString()`).
+ */
+
+/** The database clock: the start of the current statement. */
+export const NOW = "statement_timestamp()";
+
+const ms = (param: string) => `(${param} * interval '1 millisecond')`;
+
+/** A timestamptz as `Date.prototype.toISOString()` prints it (milliseconds truncated, like pg's Date parsing). */
+const iso = (t: string) => `to_char((${t}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** One NOTIFY per distinct queue of a statement's rows (delivered on commit; rolled back with it). */
+const notifyQueues = (rows: string) =>
+  `(SELECT count(pg_notify({{channel}}, q.queue)) AS notified FROM (SELECT DISTINCT queue FROM ${rows}) q)`;
+
+const JOBS = "{{schema}}.jobs";
+
+/** Every column of a job record (rows.ts maps them). */
+const JOB_COLUMNS = `id, queue, name, state, priority, attempt, max_attempts, run_at, payload, key, attempts, result,
+  progress, last_error, created_at, started_at, finished_at, locked_by, locked_until, cancel_requested`;
+
+// ── schema names and channels ─────────────────────────────────────────────────────────────
+
+/** Schema names errand accepts: a plain identifier, so quoting is trivial and the channel fits in 63 bytes. */
+export const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,49}$/;
+
+/** The LISTEN/NOTIFY channel of one schema: two errand schemas in one database never cross-talk. */
+export function channelName(schema: string): string {
+  return `errand_jobs.${schema}`;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** Fills in the schema and channel of one store. */
+export function bindSchema(sql: string, schema: string): string {
+  return sql
+    .replaceAll("{{schema}}", quoteIdent(schema))
+    .replaceAll("{{channel}}", quoteLiteral(channelName(schema)));
+}
+
+// ── clock and migrations ──────────────────────────────────────────────────────────────────
+
+export const SELECT_NOW = `SELECT ${NOW} AS now`;
+
+/** Serializes migrate() across every process; released at COMMIT/ROLLBACK. $1: 'errand.migrate:' || schema. */
+export const MIGRATE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
+
+export const MIGRATE_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {{schema}}";
+
+export const MIGRATE_CREATE_TABLE = `
+CREATE TABLE IF NOT EXISTS {{schema}}.migrations (
+  version    integer     PRIMARY KEY,
+  name       text        NOT NULL,
+  breaking   boolean     NOT NULL DEFAULT false,
+  applied_at timestamptz NOT NULL DEFAULT statement_timestamp()
+)`;
+
+export const MIGRATE_VERSIONS = "SELECT version, breaking FROM {{schema}}.migrations ORDER BY version";
+
+export const MIGRATE_RECORD =
+  "INSERT INTO {{schema}}.migrations (version, name, breaking) VALUES ($1, $2, $3)";
+
+// ── jobs: insert and read ─────────────────────────────────────────────────────────────────
+
+/**
+ * Bulk insert of one chunk, in input order. Arrays: $1 queue, $2 name, $3 payload (JSON text),
+ * $4 priority, $5 max_attempts, $6 run_at (null: now + delay), $7 delay ms, $8 key.
+ *
+ * The ids are drawn from the identity sequence in the first CTE, so every inserted row maps back
+ * to its input position (RETURNING cannot see the input). A duplicate (queue, key) — with an
+ * existing job, a concurrent insert (ON CONFLICT waits for that transaction to end) or an earlier
+ * row of the same batch — inserts nothing; the caller then reads the existing jobs with
+ * SELECT_JOBS_BY_KEYS in a new statement, whose fresh snapshot sees a concurrent commit that
+ * this statement's snapshot could not.
+ *
+ * Only (ord, id) come back per row, plus the statement's clock as epoch milliseconds (text): the
+ * rest of each record is the input, and run_at/created_at follow from that one instant. Sending
+ * 5,000 payloads back and parsing 10,000 timestamps cost more than the insert itself.
+ */
+export const INSERT_JOBS = `
+WITH input AS (
+  SELECT nextval('{{schema}}.jobs_id_seq'::regclass) AS id, u.*
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[])
+       WITH ORDINALITY AS u(queue, name, payload, priority, max_attempts, run_at, delay_ms, key, ord)
+), inserted AS (
+  INSERT INTO ${JOBS} (id, queue, name, payload, priority, max_attempts, run_at, key, created_at)
+  OVERRIDING SYSTEM VALUE
+  SELECT id, queue, name, payload::jsonb, priority, max_attempts,
+         coalesce(run_at, ${NOW} + ${ms("delay_ms")}), key, ${NOW}
+  FROM input
+  ORDER BY ord
+  ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
+  RETURNING id, queue
+)
+SELECT i.ord, j.id, (floor(extract(epoch FROM ${NOW}) * 1000))::text AS now_ms, ${notifyQueues("inserted")} AS notified
+FROM inserted j JOIN input i ON i.id = j.id`;
+
+/** Existing jobs for (queue, key) pairs: $1 queues, $2 keys. */
+export const SELECT_JOBS_BY_KEYS = `
+SELECT j.*
+FROM ${JOBS} j JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON j.queue = k.queue AND j.key = k.key
+WHERE j.key IS NOT NULL`;
+
+export const SELECT_JOB = `SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1`;
+
+/**
+ * listJobs: newest first, keyset pagination on id. Run unnamed, so Postgres plans it with the
+ * actual values and folds away the filters given as NULL. Search (shared.ts `matchesSearch`):
+ * id equals, key contains, or the payload's JSON text contains — jsonb's text form (keys sorted,
+ * ", " and ": " separators), which is what the database holds.
+ * $1 queue, $2 state, $3 name, $4 before id, $5 search, $6 limit.
+ */
+export const LIST_JOBS = `
+SELECT ${JOB_COLUMNS} FROM ${JOBS}
+WHERE ($1::text IS NULL OR queue = $1)
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::text IS NULL OR name = $3)
+  AND ($4::bigint IS NULL OR id < $4)
+  AND ($5::text IS NULL OR id::text = $5 OR strpos(key, $5) > 0 OR strpos(payload::text, $5) > 0)
+ORDER BY id DESC
+LIMIT $6`;
+
+// ── stats and throughput ──────────────────────────────────────────────────────────────────
+
+/**
+ * Counts per queue and state, each part from its own partial index (index-only scans): pending
+ * (split due/delayed, oldest due) from jobs_pending_run_at_idx, running from jobs_lease_idx,
+ * finished totals and last hour/day from jobs_finished_idx. Columns: queue, state, n, delayed,
+ * oldest_ms, last_hour, last_day.
+ */
+export const STATS = `
+SELECT queue, 'pending' AS state,
+       count(*) FILTER (WHERE run_at <= ${NOW}) AS n,
+       count(*) FILTER (WHERE run_at > ${NOW}) AS delayed,
+       floor(extract(epoch FROM ${NOW} - min(run_at) FILTER (WHERE run_at <= ${NOW})) * 1000) AS oldest_ms,
+       0 AS last_hour, 0 AS last_day
+FROM ${JOBS} WHERE state = 'pending' GROUP BY queue
+UNION ALL
+SELECT queue, 'running', count(*), 0, NULL, 0, 0
+FROM ${JOBS} WHERE locked_until IS NOT NULL AND state = 'running' GROUP BY queue
+UNION ALL
+SELECT queue, state, count(*), 0, NULL,
+       count(*) FILTER (WHERE finished_at >= ${NOW} - interval '1 hour'),
+       count(*) FILTER (WHERE finished_at >= ${NOW} - interval '1 day')
+FROM ${JOBS} WHERE state IN ('completed', 'failed', 'cancelled') GROUP BY queue, state`;
+
+/** Completed/failed per queue per bucket: $1 since ms, $2 bucket ms. Bucket start in epoch ms. */
+export const THROUGHPUT = `
+SELECT queue, state, floor(floor(extract(epoch FROM finished_at) * 1000) / $2::numeric) * $2::numeric AS at, count(*) AS n
+FROM ${JOBS}
+WHERE state IN ('completed', 'failed') AND finished_at >= ${NOW} - ${ms("$1::float8")}
+GROUP BY 1, 2, 3`;
+
+// ── claim, lease, finish ──────────────────────────────────────────────────────────────────
+
+/**
+ * Claims up to $2 due jobs of queue $1 for worker $3 with a lease of $4 ms, in one statement.
+ * The CTE walks jobs_claim_idx (queue, priority DESC, run_at, id) WHERE state = 'pending' in claim
+ * order and locks with SKIP LOCKED, so concurrent claimers take disjoint rows without waiting;
+ * the partial index holds pending rows only, so millions of finished rows are never visited.
+ * `ord` is the claim order (UPDATE … RETURNING has none).
+ */
+export const CLAIM_JOBS = `
+WITH c AS (
+  SELECT id, priority, run_at FROM ${JOBS}
+  WHERE queue = $1 AND state = 'pending' AND run_at <= ${NOW}
+  ORDER BY priority DESC, run_at, id
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+), o AS (
+  SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS ord FROM c
+)
+UPDATE ${JOBS} j
+SET state = 'running', attempt = j.attempt + 1, lease_token = j.lease_token + 1, locked_by = $3,
+    locked_until = ${NOW} + ${ms("$4::float8")}, started_at = ${NOW}, progress = NULL
+FROM o
+WHERE j.id = o.id AND j.state = 'pending'
+RETURNING o.ord, j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at,
+          j.created_at, j.lease_token, j.locked_until`;
+
+/** Extends the leases still held ($1 ids, $2 tokens) to now + $3 ms; returns the (id, token) pairs held. */
+export const EXTEND_LEASES = `
+UPDATE ${JOBS} j SET locked_until = ${NOW} + ${ms("$3::float8")}
+FROM unnest($1::bigint[], $2::int[]) AS u(id, token)
+WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
+RETURNING j.id, u.token, j.cancel_requested`;
+
+/**
+ * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or
+ * a job no longer running matches nothing and reports not applied). The transition mirrors
+ * shared.ts `outcomeTransition` and the history entry `attemptFromOutcome`:
+ * - a cancel requested while the job ran turns every outcome but "completed" into "cancelled";
+ * - retry → pending at now + delay (charged), snoozed → pending at now + delay (not charged),
+ *   released → pending now (not charged, outcome "interrupted");
+ * - leaving "pending" stamps finished_at; the lease and the cancel request are cleared.
+ * Arrays: $1 id, $2 token, $3 kind, $4 delay ms, $5 result JSON (completed only), $6 worker,
+ * $7 error message, $8 stack, $9 error kind. Returns the (id, token) pairs applied.
+ */
+export const FINISH_JOBS = `
+WITH u AS (
+  SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+    AS u(id, token, kind, delay_ms, result, worker, error, stack, error_kind)
+), finished AS (
+  UPDATE ${JOBS} j
+  SET (state, attempt, run_at, finished_at, attempts, last_error, result, locked_by, locked_until, cancel_requested) = (
+    SELECT t.state,
+           j.attempt - CASE WHEN t.uncharge THEN 1 ELSE 0 END,
+           coalesce(t.retry_at, j.run_at),
+           CASE WHEN t.state = 'pending' THEN j.finished_at ELSE ${NOW} END,
+           j.attempts || jsonb_build_array(
+             jsonb_build_object('attempt', j.attempt, 'startedAt', ${iso(`coalesce(j.started_at, ${NOW})`)},
+                                'finishedAt', ${iso(NOW)}, 'worker', u.worker, 'outcome', t.outcome)
+             || jsonb_strip_nulls(jsonb_build_object('error', u.error, 'stack', u.stack, 'kind', u.error_kind,
+                                                     'retryAt', ${iso("t.retry_at")}))),
+           coalesce(u.error, j.last_error),
+           CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
+           NULL::text, NULL::timestamptz, false
+    FROM (
+      SELECT CASE WHEN c.cancel THEN 'cancelled'
+                  WHEN u.kind IN ('retry', 'snoozed', 'released') THEN 'pending'
+                  ELSE u.kind END AS state,
+             CASE WHEN c.cancel THEN 'cancelled'
+                  WHEN u.kind = 'retry' THEN 'retried'
+                  WHEN u.kind = 'released' THEN 'interrupted'
+                  ELSE u.kind END AS outcome,
+             NOT c.cancel AND u.kind IN ('snoozed', 'released') AS uncharge,
+             CASE WHEN c.cancel THEN NULL
+                  WHEN u.kind IN ('retry', 'snoozed') THEN ${NOW} + ${ms("coalesce(u.delay_ms, 0)")}
+                  WHEN u.kind = 'released' THEN ${NOW} END AS retry_at
+      FROM (SELECT j.cancel_requested AND u.kind <> 'completed' AS cancel) c
+    ) t
+  )
+  FROM u
+  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
+  RETURNING j.id, u.token, j.queue, j.state
+)
+SELECT f.id, f.token, f.queue, f.state, ${notifyQueues("finished WHERE state = 'pending'")} AS notified FROM finished f`;
+
+/** completeInTransaction: locks the job for the transaction if the lease ($1 id, $2 token) is held. */
+export const LOCK_HELD_JOB = `SELECT id FROM ${JOBS} WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`;
+
+/** $1 id, $2 token, $3 progress JSON. */
+export const SET_PROGRESS = `UPDATE ${JOBS} SET progress = $3::jsonb WHERE id = $1 AND lease_token = $2 AND state = 'running'`;
+
+/**
+ * Rescues up to $1 running jobs whose lease expired: pending now (outcome "lost", the attempt
+ * stays charged), failed when the attempts are spent, cancelled when a cancel was requested —
+ * as the memory store does. SKIP LOCKED: any number of workers may run the rescuer at once; a
+ * row one of them holds is skipped by the others, never rescued twice (and a job a worker is
+ * completing in a transaction holds its row lock, so it is not rescued under it).
+ */
+export const RESCUE_EXPIRED = `
+WITH expired AS (
+  SELECT id FROM ${JOBS}
+  WHERE locked_until < ${NOW} AND state = 'running'
+  ORDER BY locked_until
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+), rescued AS (
+  UPDATE ${JOBS} j
+  SET (state, run_at, finished_at, attempts, last_error, locked_by, locked_until, cancel_requested) = (
+    SELECT v.state,
+           CASE WHEN v.state = 'pending' THEN ${NOW} ELSE j.run_at END,
+           CASE WHEN v.state = 'pending' THEN j.finished_at ELSE ${NOW} END,
+           j.attempts || jsonb_build_array(jsonb_build_object(
+             'attempt', j.attempt, 'startedAt', ${iso(`coalesce(j.started_at, ${NOW})`)}, 'finishedAt', ${iso(NOW)},
+             'worker', j.locked_by, 'outcome', 'lost', 'error', v.error, 'kind', 'lost')),
+           v.error, NULL::text, NULL::timestamptz, false
+    FROM (
+      SELECT CASE WHEN j.cancel_requested THEN 'cancelled'
+                  WHEN j.attempt >= j.max_attempts THEN 'failed'
+                  ELSE 'pending' END AS state,
+             'lease expired: worker ' || coalesce(j.locked_by, '?') || ' stopped heartbeating' AS error
+    ) v
+  )
+  FROM expired e
+  WHERE j.id = e.id AND j.state = 'running'
+  RETURNING j.id, j.queue, j.name, j.state, j.attempt
+)
+SELECT r.*, ${notifyQueues("rescued WHERE state = 'pending'")} AS notified FROM rescued r`;
+
+/** Earliest run_at of pending jobs in queues $1: one short walk of jobs_pending_run_at_idx per queue. */
+export const NEXT_RUN_AT = `
+SELECT min(n.run_at) AS next
+FROM unnest($1::text[]) AS q(queue),
+     LATERAL (SELECT run_at FROM ${JOBS} WHERE queue = q.queue AND state = 'pending' ORDER BY run_at LIMIT 1) n`;
+
+// ── admin: cancel, retry, discard, prune ──────────────────────────────────────────────────
+
+/** pending → cancelled; running → cancel requested; any other state unchanged. Returns the job. */
+export const CANCEL_JOB = `
+WITH updated AS (
+  UPDATE ${JOBS}
+  SET state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
+      finished_at = CASE WHEN state = 'pending' THEN ${NOW} ELSE finished_at END,
+      cancel_requested = CASE WHEN state = 'running' THEN true ELSE cancel_requested END
+  WHERE id = $1 AND state IN ('pending', 'running')
+  RETURNING ${JOB_COLUMNS}
+)
+SELECT * FROM updated
+UNION ALL
+SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)`;
+
+/** failed/cancelled → pending now, attempt budget reset, history kept. $1 ids (null: any), $2 queue (null: any). */
+export const RETRY_JOBS = `
+WITH retried AS (
+  UPDATE ${JOBS} SET state = 'pending', run_at = ${NOW}, attempt = 0, finished_at = NULL
+  WHERE state IN ('failed', 'cancelled')
+    AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+    AND ($2::text IS NULL OR queue = $2)
+  RETURNING queue
+)
+SELECT (SELECT count(*) FROM retried) AS n, (SELECT array_agg(DISTINCT queue) FROM retried) AS queues, x.notified
+FROM ${notifyQueues("retried")} x`;
+
+/** Deletes failed jobs. $1 ids (null: any), $2 queue (null: any). */
+export const DISCARD_JOBS = `
+DELETE FROM ${JOBS}
+WHERE state = 'failed'
+  AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
+  AND ($2::text IS NULL OR queue = $2)`;
+
+/**
+ * Retention, in batches of $2 rows per statement so no statement holds many row locks or runs
+ * long: a range of jobs_finished_idx from its oldest end. One statement per retention class
+ * (an OR of both would be a bitmap scan of every old row, per batch).
+ */
+export const PRUNE_COMPLETED = `
+WITH victims AS (
+  SELECT id FROM ${JOBS}
+  WHERE state IN ('completed', 'cancelled') AND finished_at < ${NOW} - ${ms("$1::float8")}
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ${JOBS} j USING victims v WHERE j.id = v.id`;
+
+export const PRUNE_FAILED = `
+WITH victims AS (
+  SELECT id FROM ${JOBS}
+  WHERE state = 'failed' AND finished_at < ${NOW} - ${ms("$1::float8")}
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ${JOBS} j USING victims v WHERE j.id = v.id`;
+
+// ── ledger ────────────────────────────────────────────────────────────────────────────────
+
+/** `value` NULL (not JSON null) records `undefined`. */
+export const LEDGER_GET = "SELECT value, value IS NULL AS is_undefined FROM {{schema}}.ledger WHERE key = $1";
+
+/** First write wins: a key already recorded keeps its value. */
+export const LEDGER_PUT = `
+INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ($1, $2, $3::jsonb)
+ON CONFLICT (key) DO NOTHING`;
+
+// ── schedules ─────────────────────────────────────────────────────────────────────────────
+
+const SCHEDULE_COLUMNS = `name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at,
+  last_fired_at, last_slot, created_at`;
+
+/**
+ * Upserts schedules from a JSON array ($1). An existing schedule whose cron and time zone are
+ * unchanged keeps its next_run_at, so a restart neither skips nor repeats a slot; last fired
+ * time, last slot and creation time are always kept.
+ */
+export const UPSERT_SCHEDULES = `
+INSERT INTO {{schema}}.schedules AS s
+  (name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at, created_at)
+SELECT x.name, x.cron, x.timezone, x.job_name, x.queue, coalesce(x.payload, 'null'::jsonb), x.priority, x.missed,
+       x.source, x.next_run_at, ${NOW}
+FROM jsonb_to_recordset($1::jsonb) AS x(name text, cron text, timezone text, job_name text, queue text,
+                                        payload jsonb, priority integer, missed text, source text,
+                                        next_run_at timestamptz)
+ON CONFLICT (name) DO UPDATE SET
+  cron = excluded.cron, timezone = excluded.timezone, job_name = excluded.job_name, queue = excluded.queue,
+  payload = excluded.payload, priority = excluded.priority, missed = excluded.missed, source = excluded.source,
+  next_run_at = CASE WHEN s.cron = excluded.cron AND s.timezone = excluded.timezone
+                     THEN s.next_run_at ELSE excluded.next_run_at END`;
+
+/** syncSchedules: code schedules no longer defined ($1: the names defined). */
+export const DELETE_STALE_CODE_SCHEDULES = `
+DELETE FROM {{schema}}.schedules WHERE source = 'code' AND NOT (name = ANY($1::text[]))`;
+
+export const REMOVE_SCHEDULE = "DELETE FROM {{schema}}.schedules WHERE name = $1";
+
+export const LIST_SCHEDULES = `SELECT ${SCHEDULE_COLUMNS} FROM {{schema}}.schedules`;
+
+export const DUE_SCHEDULES = `SELECT ${SCHEDULE_COLUMNS} FROM {{schema}}.schedules WHERE next_run_at <= ${NOW}`;
+
+/**
+ * Compare-and-set: only the scheduler that read next_run_at = $2 moves it to $3 (ms precision, as
+ * JavaScript holds it). $4 the slot fired, or null when none was.
+ */
+export const ADVANCE_SCHEDULE = `
+UPDATE {{schema}}.schedules
+SET next_run_at = $3,
+    last_slot = coalesce($4::timestamptz, last_slot),
+    last_fired_at = CASE WHEN $4::timestamptz IS NULL THEN last_fired_at ELSE ${NOW} END
+WHERE name = $1 AND date_trunc('milliseconds', next_run_at) = $2::timestamptz`;
+
+// ── workers registry ──────────────────────────────────────────────────────────────────────
+
+export const REGISTER_WORKER = `
+INSERT INTO {{schema}}.workers (id, host, pid, queues, started_at, last_heartbeat_at, running, processed)
+VALUES ($1, $2, $3, $4::jsonb, ${NOW}, ${NOW}, $5, $6)
+ON CONFLICT (id) DO UPDATE SET
+  host = excluded.host, pid = excluded.pid, queues = excluded.queues, started_at = excluded.started_at,
+  last_heartbeat_at = excluded.last_heartbeat_at, running = excluded.running, processed = excluded.processed`;
+
+export const HEARTBEAT_WORKER = `
+UPDATE {{schema}}.workers SET running = $2, processed = $3, last_heartbeat_at = ${NOW} WHERE id = $1`;
+
+export const UNREGISTER_WORKER = "DELETE FROM {{schema}}.workers WHERE id = $1";
+
+export const LIST_WORKERS = `
+SELECT id, host, pid, queues, started_at, last_heartbeat_at, running, processed
+FROM {{schema}}.workers
+WHERE last_heartbeat_at >= ${NOW} - ${ms("$1::float8")}
+ORDER BY started_at, id`;

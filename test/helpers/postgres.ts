@@ -1,0 +1,88 @@
+/**
+ * Postgres for tests. Every test file (or conformance test) gets a schema of its own in the
+ * test database, dropped at the end, so runs never see each other's jobs.
+ *
+ * - URL: ERRAND_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/test.
+ * - Unreachable server: the Postgres tests are skipped with a message saying why — unless
+ *   CI=true, where they must run: `skipUnlessPostgres()` then throws, so CI cannot go green
+ *   without having run them.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/test";
+
+export function postgresUrl(): string {
+  return process.env.ERRAND_TEST_PG_URL || DEFAULT_TEST_PG_URL;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+}
+
+function isCi(): boolean {
+  const ci = (process.env.CI ?? "").toLowerCase();
+  return ci !== "" && ci !== "0" && ci !== "false";
+}
+
+let probe: Promise<string | null> | undefined;
+
+/** null when the server answers, else why not. Probed once per process. */
+export function postgresUnreachable(): Promise<string | null> {
+  probe ??= (async () => {
+    const client = new pg.Client({ connectionString: postgresUrl(), connectionTimeoutMillis: 3_000 });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      return null;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      return `${e.code ?? ""} ${e.message ?? String(err)}`.trim();
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return probe;
+}
+
+/**
+ * `false` when Postgres is reachable, else the skip message for `describe(name, { skip })`.
+ * With CI=true an unreachable server throws instead: the tests fail, never skip.
+ */
+export async function skipUnlessPostgres(): Promise<string | false> {
+  const reason = await postgresUnreachable();
+  if (reason === null) return false;
+  const message = `PostgreSQL not reachable at ${redact(postgresUrl())} (${reason}): Postgres tests skipped. Start Postgres or set ERRAND_TEST_PG_URL.`;
+  if (isCi()) throw new Error(`CI=true requires PostgreSQL for the Postgres tests, but: ${message}`);
+  if (!warned) {
+    warned = true;
+    process.stderr.write(`\n[errand tests] ${message}\n`);
+  }
+  return message;
+}
+let warned = false;
+
+/** A unique, valid schema name, e.g. errand_t_3f9a1c0b2d. */
+export function freshSchemaName(prefix = "errand_t"): string {
+  return `${prefix}_${randomBytes(6).toString("hex")}`;
+}
+
+/** Drops a test schema and everything in it. */
+export async function dropSchema(schema: string, url = postgresUrl()): Promise<void> {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(schema)) throw new Error(`refusing to drop odd schema name ${schema}`);
+  const client = new pg.Client({ connectionString: url });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** A fresh schema name and the function that drops it. */
+export function freshSchema(prefix?: string): { schema: string; drop: () => Promise<void> } {
+  const schema = freshSchemaName(prefix);
+  return { schema, drop: () => dropSchema(schema) };
+}
