@@ -146,7 +146,7 @@ describe("CSRF", () => {
     call(h.handler, path, { method: "POST", bearer: null, headers: { cookie: session, ...headers } });
 
   test("a cookie-authenticated POST from another site is refused and changes nothing", async () => {
-    const attempts = [
+    const attempts: Record<string, string>[] = [
       { "sec-fetch-site": "cross-site" },
       { "sec-fetch-site": "same-site" },
       { origin: "https://evil.example" },

@@ -133,11 +133,11 @@ export async function runJobs(errand: Errand, count: number, queues: string[] = 
 }
 
 /** Enqueues `ok` good and `bad` failing email jobs and runs them. */
-export async function seed(errand: Errand, ok: number, bad: number, job = sendEmail): Promise<void> {
+export async function seed(errand: Errand, ok: number, bad: number, job: typeof sendEmail | typeof buildReport = sendEmail): Promise<void> {
   const items = [
     ...Array.from({ length: ok }, (_, i) => ({ payload: { n: i } })),
     ...Array.from({ length: bad }, (_, i) => ({ payload: { n: ok + i, fail: true } })),
   ];
-  if (items.length > 0) await errand.enqueueMany(job, items);
+  if (items.length > 0) await errand.enqueueMany(job as typeof sendEmail, items);
   await runJobs(errand, items.length, [job.queue]);
 }
