@@ -80,6 +80,7 @@ export class Worker {
   private stopping: Promise<StopResult> | null = null;
   private processed = 0;
   private started = false;
+  private registered: Promise<void> = Promise.resolve();
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
   private readonly bounded: { limit: number; left: number; deadline: number } | null;
 
@@ -135,7 +136,7 @@ export class Worker {
     this.every(this.rescueMs, () => this.rescue(), true);
     if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
-    store
+    this.registered = store
       .registerWorker({ id: this.id, host: hostname(), pid: process.pid, queues: this.queues, running: 0, processed: 0 })
       .catch((err) => log.warn({ err }, "could not register worker"));
     if (this.bounded) {
@@ -351,6 +352,7 @@ export class Worker {
     }
     await this.completer.drain();
     for (const timer of this.timers) clearInterval(timer);
+    await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
     log.info({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
     return { clean: drained, released };
