@@ -24,6 +24,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "../../src/store/memory/index.js";
 import { openSqliteStore } from "../../src/store/sqlite/index.js";
+import { openPostgresStore } from "../../src/store/postgres/index.js";
+import { freshSchema, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
 import type { Store } from "../../src/store/types.js";
 
 export interface OpenedStore {
@@ -66,4 +68,27 @@ export const stores: StoreFactory[] = [
   },
   // Postgres appends its entry here (fresh schema per test; skip with a message unless reachable,
   // required when CI=true).
+  {
+    name: "postgres",
+    // Throws when CI=true and the server is unreachable: CI must run Postgres, never skip it.
+    skip: await skipUnlessPostgres(),
+    async open() {
+      const { schema, drop } = freshSchema("errand_t");
+      const store = openPostgresStore({ url: postgresUrl(), schema, poolSize: 4 });
+      try {
+        await store.migrate();
+      } catch (err) {
+        await store.close().catch(() => {});
+        await drop().catch(() => {});
+        throw err;
+      }
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await drop();
+        },
+      };
+    },
+  },
 ];
