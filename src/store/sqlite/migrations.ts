@@ -65,8 +65,8 @@ CREATE INDEX errand_jobs_queue_state_idx ON errand_jobs (queue, state, id);
 -- Listing by state, by name, newest first.
 CREATE INDEX errand_jobs_state_idx ON errand_jobs (state, id);
 CREATE INDEX errand_jobs_name_idx ON errand_jobs (name, id);
--- Pruning, throughput, last hour/day counts: index-only range scans on finished_at.
-CREATE INDEX errand_jobs_finished_idx ON errand_jobs (finished_at, queue, state) WHERE finished_at IS NOT NULL;
+-- Pruning, throughput, last hour/day counts: one finished_at range per (queue, state), index-only.
+CREATE INDEX errand_jobs_finished_idx ON errand_jobs (queue, state, finished_at) WHERE finished_at IS NOT NULL;
 
 CREATE TABLE errand_ledger (
   key        TEXT    PRIMARY KEY,

@@ -519,8 +519,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Three index-only passes, whatever the table size: counts per (queue, state); per queue with
-   * pending jobs, the due ones and the oldest due time; completed/failed in the last day.
+   * Index-only passes: counts per (queue, state) (a walk of errand_jobs_queue_state_idx — SQLite
+   * has no O(1) count); per queue with pending jobs, the delayed ones and the oldest run_at;
+   * completed/failed in the last day (a range of errand_jobs_finished_idx).
    */
   stats(): Promise<QueueStats[]> {
     return this.run(() =>
@@ -549,31 +550,29 @@ export class SqliteStore implements Store {
           return s;
         };
         for (const row of this.q(Q.STATS_BY_STATE).all() as { queue: string; state: JobRecord["state"]; n: number }[]) {
+          if (row.n === 0) continue;
           const s = get(row.queue);
-          if (row.state === "pending") s.delayed = row.n;
+          if (row.state === "pending") s.delayed = row.n; // every pending job, until split below
           else s[row.state] = row.n;
         }
         for (const s of byQueue.values()) {
-          if (s.delayed === 0) continue;
-          const due = this.q(Q.STATS_DUE).get(s.queue, now) as { n: number; oldest: number | null };
-          s.pending = due.n;
-          s.delayed -= due.n;
-          s.oldestPendingMs = due.oldest === null ? null : now - due.oldest;
-        }
-        const finished = this.q(Q.STATS_FINISHED).all({ hourAgo: now - HOUR_MS, dayAgo: now - DAY_MS }) as {
-          queue: string;
-          state: "completed" | "failed";
-          day: number;
-          hour: number;
-        }[];
-        for (const row of finished) {
-          const s = get(row.queue);
-          if (row.state === "completed") {
-            s.completedLastDay = row.day;
-            s.completedLastHour = row.hour;
-          } else {
-            s.failedLastDay = row.day;
-            s.failedLastHour = row.hour;
+          if (s.delayed > 0) {
+            const p = this.q(Q.STATS_PENDING).get({ queue: s.queue, now }) as { delayed: number; oldest: number | null };
+            s.pending = s.delayed - p.delayed;
+            s.delayed = p.delayed;
+            s.oldestPendingMs = s.pending > 0 && p.oldest !== null ? now - p.oldest : null;
+          }
+          if (s.completed > 0 || s.failed > 0) {
+            const f = this.q(Q.STATS_FINISHED).get({ queue: s.queue, dayAgo: now - DAY_MS, hourAgo: now - HOUR_MS }) as {
+              completedDay: number;
+              completedHour: number;
+              failedDay: number;
+              failedHour: number;
+            };
+            s.completedLastDay = f.completedDay;
+            s.completedLastHour = f.completedHour;
+            s.failedLastDay = f.failedDay;
+            s.failedLastHour = f.failedHour;
           }
         }
         return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
@@ -584,13 +583,18 @@ export class SqliteStore implements Store {
   throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
     return this.run(() => {
       const now = this.nowMs();
-      const rows = this.q(Q.THROUGHPUT).all({ bucket: bucketMs, since: now - sinceMs }) as {
-        queue: string;
-        bucket: number;
-        completed: number;
-        failed: number;
-      }[];
+      const since = now - sinceMs;
+      const first = Math.floor(since / bucketMs);
+      const last = Math.floor(now / bucketMs);
+      const fewBuckets =
+        Number.isSafeInteger(bucketMs) && bucketMs > 0 && last >= first && last - first < Q.THROUGHPUT_MAX_BUCKETS;
+      const rows = (
+        fewBuckets
+          ? this.q(Q.THROUGHPUT_BY_BUCKET).all({ bucket: bucketMs, since, first, last })
+          : this.q(Q.THROUGHPUT).all({ bucket: bucketMs, since })
+      ) as { queue: string; bucket: number; completed: number; failed: number }[];
       return rows
+        .filter((r) => r.completed > 0 || r.failed > 0)
         .map((r) => ({ at: new Date(r.bucket * bucketMs), queue: r.queue, completed: r.completed, failed: r.failed }))
         .sort((a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue));
     });
