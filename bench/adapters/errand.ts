@@ -1,0 +1,139 @@
+/**
+ * errand itself, on SQLite (a fresh file per run) and on Postgres (a fresh schema per run),
+ * through the public API only: openErrand, enqueue, enqueueMany, work, stats. Worker options
+ * are errand's defaults (batchSize 100, lease 15s, poll 2s); only the concurrency is set.
+ */
+import { rm } from "node:fs/promises";
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
+import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
+import { QUEUE } from "./types.js";
+import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable, ROOT } from "./util.js";
+
+/**
+ * A pass-through Standard Schema validator: errand requires a schema, and the peers validate
+ * nothing, so the benchmark does not charge errand for a validator library's work.
+ */
+const passThrough: StandardSchemaV1<BenchPayload> = {
+  "~standard": { version: 1, vendor: "bench", validate: (value) => ({ value: value as BenchPayload }) },
+};
+
+let current: Handler = () => {};
+
+const benchJob = defineJob({
+  name: "bench-noop",
+  queue: QUEUE,
+  schema: passThrough,
+  maxAttempts: 3,
+  backoff: ["100ms"],
+  run: (payload, ctx) => current(payload, ctx.attempt),
+});
+
+class ErrandAdapter implements Adapter {
+  constructor(
+    private readonly errand: Errand,
+    private readonly cleanup: () => Promise<void>,
+  ) {}
+
+  async setup(): Promise<void> {
+    // openErrand already migrated the fresh schema / file.
+  }
+
+  async teardown(): Promise<void> {
+    await this.close();
+    await this.cleanup();
+  }
+
+  private options(job: JobSpec, settings: WorkerSettings) {
+    return {
+      priority: job.priority ?? 0,
+      maxAttempts: settings.maxAttempts,
+      ...(job.delayMs ? { delay: job.delayMs } : {}),
+    };
+  }
+
+  async bulkEnqueue(jobs: JobSpec[], settings: WorkerSettings): Promise<void> {
+    await inChunks(jobs, BULK_CHUNK, (chunk) =>
+      this.errand.enqueueMany(
+        benchJob,
+        chunk.map((j) => ({ payload: j.payload, ...this.options(j, settings) })),
+      ),
+    );
+  }
+
+  async enqueueOne(job: JobSpec, settings: WorkerSettings): Promise<void> {
+    await this.errand.enqueue(benchJob, job.payload, this.options(job, settings));
+  }
+
+  async remaining(): Promise<number> {
+    const stats = await this.errand.stats();
+    const q = stats.find((s) => s.queue === QUEUE);
+    return q ? q.pending + q.delayed + q.running : 0;
+  }
+
+  async startWorkers(settings: WorkerSettings, handler: Handler) {
+    current = handler;
+    const worker = this.errand.work({ [QUEUE]: { concurrency: settings.concurrency } });
+    return {
+      stop: async () => {
+        await worker.stop({ timeout: 5_000 });
+      },
+    };
+  }
+
+  private closed = false;
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.errand.close();
+  }
+}
+
+/** The repository's own version (package.json at the root). */
+function ownPackageVersion(): string {
+  return packageVersion(".", ROOT);
+}
+
+const SETTINGS = "errand defaults (batchSize 100, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
+
+export const errandSqlite: SystemDef = {
+  name: "errand-sqlite",
+  backend: "sqlite",
+  version: () => `errand ${ownPackageVersion()} (better-sqlite3 ${packageVersion("better-sqlite3")})`,
+  settings: SETTINGS,
+  async unavailable() {
+    try {
+      await import("../../src/store/sqlite/index.js");
+      return null;
+    } catch (err) {
+      return `errand's SQLite store does not load: ${(err as Error).message}`;
+    }
+  },
+  async create(target: Target) {
+    const errand = await openErrand({ url: target.sqlitePath, jobs: [benchJob as never], logger: silentLogger() });
+    return new ErrandAdapter(errand, async () => {
+      for (const suffix of ["", "-wal", "-shm", "-journal"]) await rm(target.sqlitePath + suffix, { force: true });
+    });
+  },
+};
+
+export const errandPostgres: SystemDef = {
+  name: "errand-postgres",
+  backend: "postgres",
+  version: () => `errand ${ownPackageVersion()} (pg ${packageVersion("pg")})`,
+  settings: SETTINGS,
+  async unavailable() {
+    try {
+      await import("../../src/store/postgres/index.js");
+    } catch (err) {
+      return `errand's Postgres store does not load: ${(err as Error).message}`;
+    }
+    return postgresReachable(process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test");
+  },
+  async create(target: Target) {
+    const schema = `${target.namespace}_errand`;
+    const errand = await openErrand({ url: target.pgUrl, schema, jobs: [benchJob as never], logger: silentLogger() });
+    return new ErrandAdapter(errand, () => dropSchema(target.pgUrl, schema));
+  },
+};
+

@@ -1,0 +1,292 @@
+/**
+ * `npm run bench`: errand against its peers, side by side, on this machine.
+ *
+ *   npm run bench                       full run: every workload, every system, 3 runs each
+ *   npm run bench -- --quick            about two minutes: small counts, 1 run
+ *   npm run bench -- --only errand-postgres,pg-boss --workload process,latency --runs 5
+ *   npm run bench -- --profile /tmp/prof   worker processes write V8 CPU profiles (--cpu-prof)
+ *
+ * --workload takes names or prefixes: bulk, single, process (or process-c50-p4), latency
+ * (or latency-100), mixed. Writes bench/RESULTS.md, bench/results.svg and bench/results.json
+ * (unless --no-write). Needs PostgreSQL on 127.0.0.1:5432 (BENCH_PG_URL) and Redis on
+ * 127.0.0.1:6379 (BENCH_REDIS_URL).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { SYSTEMS } from "./adapters/index.js";
+import type { SystemDef, Target } from "./adapters/types.js";
+import { ROOT, withPg } from "./adapters/util.js";
+import { renderChart } from "./chart.js";
+import { renderReport } from "./report.js";
+import { type BenchResults, fmt, type Machine, type RunRecord, type SystemInfo } from "./results.js";
+import { FULL, QUICK, type RunScope, type WorkloadDef, workloads } from "./workloads.js";
+
+const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** Systems left out of --quick unless named with --only (slow, and not errand's main rivals). */
+const QUICK_SKIP = new Set(["graphile-worker", "sidequest"]);
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    workload: { type: "string" },
+    runs: { type: "string" },
+    profile: { type: "string" },
+    "no-write": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+
+if (args.help) {
+  console.log(
+    [
+      "usage: npm run bench -- [--quick] [--only sys1,sys2] [--workload w1,w2] [--runs N] [--profile DIR] [--no-write]",
+      `systems:   ${SYSTEMS.map((s) => s.name).join(", ")}`,
+      `workloads: ${workloads(FULL).map((w) => w.name).join(", ")}`,
+    ].join("\n"),
+  );
+  process.exit(0);
+}
+
+const invocation = `ebench_${Date.now().toString(36)}`;
+const tmp = mkdtempSync(join(tmpdir(), "errand-bench-"));
+let seq = 0;
+
+function makeTarget(): Target {
+  const runId = `${invocation}_${(seq++).toString(36).padStart(3, "0")}`;
+  return { runId, namespace: runId, pgUrl: PG_URL, redisUrl: REDIS_URL, sqlitePath: join(tmp, `${runId}.db`) };
+}
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function list(value: string | undefined): string[] | null {
+  return value ? value.split(",").map((s) => s.trim()).filter(Boolean) : null;
+}
+
+async function timeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timeout: ${what} took over ${fmt(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function redisVersion(): Promise<string> {
+  const url = new URL(REDIS_URL);
+  return new Promise((resolve) => {
+    const socket = connect(Number(url.port || 6379), url.hostname);
+    let data = "";
+    const done = (v: string) => {
+      socket.destroy();
+      resolve(v);
+    };
+    socket.setTimeout(2000, () => done("unreachable"));
+    socket.on("error", () => done("unreachable"));
+    socket.on("connect", () => socket.write("INFO server\r\n"));
+    socket.on("data", (chunk) => {
+      data += chunk.toString();
+      const m = /redis_version:([^\r\n]+)/.exec(data);
+      if (m) done(m[1]);
+    });
+  });
+}
+
+async function machine(): Promise<Machine> {
+  const postgres = await withPg(PG_URL, async (c) => (await c.query("SHOW server_version")).rows[0].server_version as string)
+    .then((v) => `PostgreSQL ${v}`)
+    .catch(() => "PostgreSQL unreachable");
+  return {
+    nproc: availableParallelism(),
+    cpu: cpus()[0]?.model ?? "unknown",
+    memoryGb: totalmem() / 1024 ** 3,
+    node: process.version,
+    postgres,
+    redis: await redisVersion(),
+    os: `${type()} ${release()}`,
+    loadStart: Number(loadavg()[0].toFixed(2)),
+  };
+}
+
+/**
+ * Drops whatever runs under `prefix` left behind: Postgres schemas, Redis keys, SQLite files.
+ * A schema still locked by a stuck connection is left after a 10 s lock timeout (and named).
+ */
+async function sweep(prefix: string = invocation): Promise<void> {
+  await withPg(PG_URL, async (c) => {
+    await c.query("SET lock_timeout = '10s'");
+    const { rows } = await c.query("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
+    for (const r of rows) {
+      await c.query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`).catch((err: Error) => log(`could not drop schema ${r.nspname}: ${err.message}`));
+    }
+  }).catch(() => {});
+  await sweepRedis(prefix).catch(() => {});
+  if (prefix === invocation) rmSync(tmp, { recursive: true, force: true });
+  else for (const suffix of [".db", ".db-wal", ".db-shm", ".db-journal"]) rmSync(join(tmp, prefix + suffix), { force: true });
+}
+
+/** Deletes Redis keys under errand-bench:<prefix> (only ours) with SCAN + DEL over RESP. */
+function sweepRedis(prefix: string): Promise<void> {
+  const url = new URL(REDIS_URL);
+  const encode = (parts: string[]) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join("")}`;
+  return new Promise((resolve) => {
+    const socket = connect(Number(url.port || 6379), url.hostname);
+    let buffer = "";
+    let cursor = "0";
+    const finish = () => {
+      socket.destroy();
+      resolve();
+    };
+    socket.setTimeout(5000, finish);
+    socket.on("error", finish);
+    const scan = () => socket.write(encode(["SCAN", cursor, "MATCH", `errand-bench:${prefix}*`, "COUNT", "1000"]));
+    socket.on("connect", scan);
+    socket.on("data", (chunk) => {
+      buffer += chunk.toString();
+      // A SCAN reply: *2 $n cursor *k ($len key)...; a DEL reply: :n
+      if (buffer.startsWith(":")) {
+        buffer = "";
+        if (cursor === "0") finish();
+        else scan();
+        return;
+      }
+      const lines = buffer.split("\r\n");
+      if (lines.length < 4) return;
+      const count = Number(lines[3].slice(1));
+      if (lines.length < 4 + count * 2 + 1) return;
+      cursor = lines[2];
+      const keys = Array.from({ length: count }, (_, i) => lines[5 + i * 2]);
+      buffer = "";
+      if (keys.length) socket.write(encode(["DEL", ...keys]));
+      else if (cursor === "0") finish();
+      else scan();
+    });
+  });
+}
+
+let active: RunScope | null = null;
+
+async function runOne(w: WorkloadDef, system: SystemDef): Promise<Omit<RunRecord, "workload" | "system" | "run">> {
+  const scope: RunScope = { target: makeTarget(), profileDir: args.profile };
+  active = scope;
+  const running = w.run(system, scope);
+  running.catch(() => {}); // after a timeout it is abandoned; its rejection is expected
+  try {
+    const metrics = await timeout(running, w.timeoutMs, `${w.name} on ${system.name}`);
+    return { ok: true, metrics };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message.split("\n")[0] };
+  } finally {
+    scope.procs?.kill();
+    if (scope.adapter) await timeout(scope.adapter.teardown(), 20_000, "teardown").catch(() => {});
+    await sweep(scope.target.runId);
+    active = null;
+  }
+}
+
+function headline(w: WorkloadDef, metrics: Record<string, number>): string {
+  return w.metrics
+    .filter((m) => Number.isFinite(metrics[m.key]))
+    .map((m) => `${fmt(metrics[m.key], m.digits ?? 0)} ${m.unit || m.label}${m.unit && m.label !== m.unit && m.key !== "jobsPerSec" ? ` ${m.label}` : ""}`)
+    .join(", ");
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const counts = args.quick ? QUICK : FULL;
+  const runs = Number(args.runs ?? (args.quick ? 1 : 3));
+  if (!Number.isInteger(runs) || runs < 1) throw new Error("--runs must be a positive integer");
+
+  const only = list(args.only);
+  for (const name of only ?? []) {
+    if (!SYSTEMS.some((s) => s.name === name)) throw new Error(`unknown system "${name}"; known: ${SYSTEMS.map((s) => s.name).join(", ")}`);
+  }
+  const wanted = list(args.workload);
+  const all = workloads(counts);
+  const chosen = wanted ? all.filter((w) => wanted.some((p) => w.name === p || w.name.startsWith(`${p}-`) || w.group === p)) : all;
+  if (chosen.length === 0) throw new Error(`no workload matches ${args.workload}; known: ${all.map((w) => w.name).join(", ")}`);
+
+  const selected = SYSTEMS.filter((s) => (only ? only.includes(s.name) : !(args.quick && QUICK_SKIP.has(s.name))));
+  const infos: SystemInfo[] = [];
+  for (const s of selected) {
+    const unavailable = await s.unavailable();
+    infos.push({ name: s.name, backend: s.backend, version: s.version(), settings: s.settings, unavailable });
+    log(unavailable ? `✗ ${s.name}: unavailable — ${unavailable}` : `✓ ${s.name}: ${s.version()}`);
+  }
+  const usable = selected.filter((s) => !infos.find((i) => i.name === s.name)?.unavailable);
+
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    mode: args.quick ? "quick" : "full",
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+    runs,
+    wallSeconds: 0,
+    machine: await machine(),
+    systems: infos,
+    workloads: chosen.map(({ name, group, title, description, metrics }) => ({ name, group, title, description, metrics })),
+    records: [],
+  };
+  log(
+    `${results.machine.nproc} cores, Node ${results.machine.node}, ${results.machine.postgres}, Redis ${results.machine.redis}, load average ${results.machine.loadStart}`,
+  );
+  if (results.machine.loadStart > results.machine.nproc) {
+    log(`warning: the load average (${results.machine.loadStart}) is above the core count: other work on this machine will distort the figures`);
+  }
+
+  const total = chosen.length * runs * usable.length;
+  let index = 0;
+  const onSignal = () => {
+    log("interrupted: cleaning up");
+    active?.procs?.kill();
+    void sweep().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  try {
+    for (const w of chosen) {
+      log(`\n== ${w.title}`);
+      for (let run = 1; run <= runs; run++) {
+        // Round-robin by run, starting one system later each round.
+        const order = usable.map((_, i) => usable[(i + run - 1) % usable.length]);
+        for (const system of order) {
+          index++;
+          const t0 = performance.now();
+          const prefix = `[${index}/${total}] ${w.name} · ${system.name} · run ${run}/${runs}`;
+          const record = await runOne(w, system);
+          results.records.push({ workload: w.name, system: system.name, run, ...record });
+          const secs = ((performance.now() - t0) / 1000).toFixed(1);
+          log(record.ok ? `${prefix}: ${headline(w, record.metrics!)} (${secs} s)` : `${prefix}: FAILED — ${record.error} (${secs} s)`);
+        }
+      }
+    }
+  } finally {
+    await sweep();
+  }
+
+  results.wallSeconds = (performance.now() - started) / 1000;
+  results.machine.loadEnd = Number(loadavg()[0].toFixed(2));
+  if (!args["no-write"]) {
+    writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(join(ROOT, "bench", "RESULTS.md"), renderReport(results));
+    writeFileSync(join(ROOT, "bench", "results.svg"), renderChart(results));
+    log(`\nwrote bench/RESULTS.md, bench/results.svg, bench/results.json (${fmt(results.wallSeconds, 0)} s)`);
+  }
+  process.exit(0);
+}
+
+main().catch(async (err) => {
+  console.error(err instanceof Error ? err.message : err);
+  await sweep().catch(() => {});
+  process.exit(1);
+});
