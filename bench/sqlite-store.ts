@@ -64,7 +64,12 @@ async function claimFinish(): Promise<void> {
     const claimed = await store.claimJobs({ queue: "bench", limit: 50, workerId: "bench", leaseMs: 30_000 });
     if (claimed.length === 0) break;
     const applied = await store.finishJobs(
-      claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "bench" })),
+      claimed.map((j) => ({
+        id: j.id,
+        leaseToken: j.leaseToken,
+        kind: "completed" as const,
+        worker: "bench",
+      })),
     );
     finished += applied.filter(Boolean).length;
   }
@@ -82,20 +87,26 @@ async function large(): Promise<void> {
   // Some finished history for the last-hour/day counts.
   for (let i = 0; i < 200; i++) {
     const claimed = await store.claimJobs({ queue: "big", limit: 50, workerId: "bench", leaseMs: 30_000 });
-    await store.finishJobs(claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })));
+    await store.finishJobs(
+      claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })),
+    );
   }
   const samples: number[] = [];
   for (let i = 0; i < 200; i++) {
     const t = performance.now();
     const claimed = await store.claimJobs({ queue: "big", limit: 50, workerId: "bench", leaseMs: 30_000 });
     samples.push(performance.now() - t);
-    await store.finishJobs(claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })));
+    await store.finishJobs(
+      claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })),
+    );
   }
   samples.sort((a, b) => a - b);
   console.log(`claim(50) at 1M rows: median ${fmt(samples[100])}, p99 ${fmt(samples[198])}`);
   let t = performance.now();
   const stats = await store.stats();
-  console.log(`stats() at 1M rows: ${fmt(performance.now() - t)} (${stats.map((s) => `${s.queue}: ${s.pending} pending, ${s.completed} completed`).join("; ")})`);
+  console.log(
+    `stats() at 1M rows: ${fmt(performance.now() - t)} (${stats.map((s) => `${s.queue}: ${s.pending} pending, ${s.completed} completed`).join("; ")})`,
+  );
   t = performance.now();
   await store.nextRunAt(["big", "other"]);
   console.log(`nextRunAt() at 1M rows: ${fmt(performance.now() - t)}`);

@@ -10,15 +10,15 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { type TestContext, test } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import { openErrand } from "../src/errand.js";
 import { ValidationError } from "../src/errors.js";
 import { defineJob } from "../src/job.js";
+import { openSqliteStore, type SqliteStoreOptions } from "../src/store/sqlite/index.js";
 import { LATEST_VERSION, MIGRATIONS } from "../src/store/sqlite/migrations.js";
-import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../src/store/sqlite/index.js";
 import type { NewJob } from "../src/store/types.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -150,7 +150,13 @@ test("migrate is idempotent and records each version once", async (t) => {
     .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'errand_%' ORDER BY name")
     .pluck()
     .all();
-  assert.deepEqual(tables, ["errand_jobs", "errand_ledger", "errand_migrations", "errand_schedules", "errand_workers"]);
+  assert.deepEqual(tables, [
+    "errand_jobs",
+    "errand_ledger",
+    "errand_migrations",
+    "errand_schedules",
+    "errand_workers",
+  ]);
 });
 
 test("a handle errand opens is in WAL mode with busy_timeout and synchronous=NORMAL", async (t) => {
@@ -222,7 +228,8 @@ test("a key enqueued concurrently by several processes creates one job", async (
     keys,
     "each key created exactly once over all processes",
   );
-  for (const r of results) assert.deepEqual(r.ids, results[0].ids, "every process got the same job for each key");
+  for (const r of results)
+    assert.deepEqual(r.ids, results[0].ids, "every process got the same job for each key");
   const db = appDb(t, path);
   assert.equal(count(db, "SELECT count(*) FROM errand_jobs"), keys);
 });
@@ -378,7 +385,9 @@ test("worker operations never run inside the application's open transaction", as
   assert.deepEqual(await store.rescueExpiredLeases(), []);
   const lease = { id: c.id, leaseToken: c.leaseToken };
   await assert.rejects(store.extendLeases([lease], 60_000), { code: "ERR_STORE_BUSY" });
-  await assert.rejects(store.finishJobs([{ ...lease, kind: "completed", worker: "w" }]), { code: "ERR_STORE_BUSY" });
+  await assert.rejects(store.finishJobs([{ ...lease, kind: "completed", worker: "w" }]), {
+    code: "ERR_STORE_BUSY",
+  });
   await assert.rejects(
     store.completeInTransaction(lease, "w", () => 1),
     { code: "ERR_STORE_BUSY" },
@@ -427,13 +436,18 @@ test("a stale lease token can neither finish, extend, report progress nor comple
   const [{ job: j }] = await store.insertJobs([job()]);
   const [first] = await store.claimJobs({ queue: "q", limit: 1, workerId: "w1", leaseMs: 60_000 });
   // Interrupted: back to pending, and claimed again by another worker with a new token.
-  assert.deepEqual(await store.finishJobs([{ id: j.id, leaseToken: first.leaseToken, kind: "released", worker: "w1" }]), [true]);
+  assert.deepEqual(
+    await store.finishJobs([{ id: j.id, leaseToken: first.leaseToken, kind: "released", worker: "w1" }]),
+    [true],
+  );
   const [second] = await store.claimJobs({ queue: "q", limit: 1, workerId: "w2", leaseMs: 60_000 });
   assert.ok(second.leaseToken > first.leaseToken);
 
   const stale = { id: j.id, leaseToken: first.leaseToken };
   assert.deepEqual(await store.finishJobs([{ ...stale, kind: "completed", worker: "w1" }]), [false]);
-  assert.deepEqual(await store.extendLeases([stale], 60_000), [{ id: j.id, held: false, cancelRequested: false }]);
+  assert.deepEqual(await store.extendLeases([stale], 60_000), [
+    { id: j.id, held: false, cancelRequested: false },
+  ]);
   assert.equal(await store.setProgress(stale, { fraction: 0.5 }), false);
   let called = false;
   assert.deepEqual(
@@ -464,7 +478,10 @@ test("a lease that expired and was rescued is lost to its old holder", async (t)
     rescued = await store.rescueExpiredLeases();
   }
   assert.deepEqual(rescued, [{ id: j.id, queue: "q", name: "task", state: "pending", attempt: 1 }]);
-  assert.deepEqual(await store.finishJobs([{ id: j.id, leaseToken: c.leaseToken, kind: "completed", worker: "w1" }]), [false]);
+  assert.deepEqual(
+    await store.finishJobs([{ id: j.id, leaseToken: c.leaseToken, kind: "completed", worker: "w1" }]),
+    [false],
+  );
   const after = await store.getJob(j.id);
   assert.equal(after?.state, "pending");
   assert.equal(after?.attempts[0].outcome, "lost");
@@ -552,8 +569,14 @@ test("leases and delays follow SQLite's clock, not a faked Date.now", async (t) 
     const [delayed] = await store.insertJobs([job({ delayMs: 60_000 })]);
     const [due] = await store.insertJobs([job({ queue: "due" })]);
     const after = realNow();
-    assert.ok(delayed.job.runAt.getTime() >= before + 60_000 - 5 && delayed.job.runAt.getTime() <= after + 60_000 + 5);
-    assert.deepEqual(await store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 }), [], "not due yet");
+    assert.ok(
+      delayed.job.runAt.getTime() >= before + 60_000 - 5 && delayed.job.runAt.getTime() <= after + 60_000 + 5,
+    );
+    assert.deepEqual(
+      await store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 }),
+      [],
+      "not due yet",
+    );
     const [c] = await store.claimJobs({ queue: "due", limit: 1, workerId: "w", leaseMs: 60_000 });
     assert.equal(c.id, due.job.id);
     assert.ok(Math.abs(c.lockedUntil.getTime() - (realNow() + 60_000)) < 1000);
@@ -571,7 +594,9 @@ test("SQLITE_BUSY past busy_timeout is thrown, not swallowed", async (t) => {
   await store.insertJobs([job()]);
   const other = appDb(t, path);
   other.exec("BEGIN IMMEDIATE");
-  await assert.rejects(store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 }), { code: "SQLITE_BUSY" });
+  await assert.rejects(store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 }), {
+    code: "SQLITE_BUSY",
+  });
   await assert.rejects(store.insertJobs([job()]), { code: "SQLITE_BUSY" });
   other.exec("ROLLBACK");
   assert.equal((await store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 })).length, 1);

@@ -16,6 +16,18 @@
  * stops applying). Plans checked with EXPLAIN QUERY PLAN on SQLite 3.53.
  */
 
+// ── connection ─────────────────────────────────────────────────────────────────────────────
+
+/** Set on a handle errand opens (never on an application's shared handle). */
+export const PRAGMA_BUSY_TIMEOUT = (ms: number) => `busy_timeout = ${Math.max(0, Math.floor(ms))}`;
+export const PRAGMA_WAL = "journal_mode = WAL";
+export const PRAGMA_SYNCHRONOUS_NORMAL = "synchronous = NORMAL";
+
+/** completeInTransaction's transaction, run by hand: it spans an await. */
+export const BEGIN_IMMEDIATE = "BEGIN IMMEDIATE";
+export const COMMIT = "COMMIT";
+export const ROLLBACK = "ROLLBACK";
+
 /** Milliseconds since the epoch, from SQLite's clock. */
 export const NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
@@ -58,7 +70,8 @@ export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
  * form would defeat the planner. The search filter is a residual condition (id equals, key
  * contains, payload JSON contains: shared.ts `matchesSearch`), `@search` NULL turns it off.
  */
-const SEARCH = "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0)";
+const SEARCH =
+  "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0)";
 
 function listQuery(filters: string[]): string {
   return `SELECT * FROM errand_jobs WHERE ${[...filters, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit`;
@@ -243,7 +256,8 @@ SET state = @state,
 WHERE id = @id AND state = 'running'`;
 
 /** Earliest pending run_at of one queue: the first entry of errand_jobs_pending_run_at_idx. */
-export const NEXT_RUN_AT = "SELECT min(run_at) AS runAt FROM errand_jobs WHERE state = 'pending' AND queue = ?";
+export const NEXT_RUN_AT =
+  "SELECT min(run_at) AS runAt FROM errand_jobs WHERE state = 'pending' AND queue = ?";
 
 // ── operator actions ───────────────────────────────────────────────────────────────────────
 
@@ -251,7 +265,8 @@ export const CANCEL_PENDING = `
 UPDATE errand_jobs SET state = 'cancelled', finished_at = ${NOW}
 WHERE id = ? AND state = 'pending'`;
 
-export const REQUEST_CANCEL = "UPDATE errand_jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'";
+export const REQUEST_CANCEL =
+  "UPDATE errand_jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'";
 
 /** `@ids` is a JSON array of numeric ids. */
 export const RETRY_JOBS_BY_IDS = `
@@ -269,7 +284,8 @@ export const DISCARD_JOBS_BY_IDS = `
 DELETE FROM errand_jobs
 WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'failed' AND (@queue IS NULL OR queue = @queue)`;
 
-export const DISCARD_JOBS = "DELETE FROM errand_jobs WHERE state = 'failed' AND (@queue IS NULL OR queue = @queue)";
+export const DISCARD_JOBS =
+  "DELETE FROM errand_jobs WHERE state = 'failed' AND (@queue IS NULL OR queue = @queue)";
 
 /** Both prunes are one finished_at range of errand_jobs_finished_idx per (queue, state). */
 export const PRUNE_COMPLETED = `

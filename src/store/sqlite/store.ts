@@ -19,7 +19,6 @@
  *   Enqueue and operator actions called while it is open join it (on one connection there is
  *   no other choice), as `enqueue(..., { tx: db })` does on purpose.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import Database from "better-sqlite3";
 import { ErrandError, ValidationError } from "../../errors.js";
 import type { AttemptRecord, JobRecord } from "../../job.js";
@@ -42,6 +41,9 @@ import type {
   TxHandle,
   WorkerInfo,
 } from "../types.js";
+import { Gate } from "./gate.js";
+import { type Db, describe, isDatabase, type Statement, Statements } from "./handle.js";
+import { insertJobsOn } from "./insert.js";
 import { LATEST_VERSION, MIGRATIONS, MIGRATIONS_TABLE_SQL } from "./migrations.js";
 import * as Q from "./queries.js";
 import {
@@ -56,9 +58,6 @@ import {
   type WorkerRow,
   workerFromRow,
 } from "./rows.js";
-
-type Db = Database.Database;
-type Statement = Database.Statement<unknown[], unknown>;
 
 export interface SqliteStoreOptions {
   /** Database file; default `./errand.db`. `:memory:` works for a single connection. */
@@ -99,26 +98,6 @@ const NO_CURSOR = Number.MAX_SAFE_INTEGER;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
-function isDatabase(value: unknown): value is Db {
-  if (value instanceof Database) return true;
-  // Another copy of better-sqlite3 in the application's node_modules: recognize it by shape.
-  const v = value as Partial<Db> | null;
-  return (
-    typeof v === "object" &&
-    v !== null &&
-    typeof v.prepare === "function" &&
-    typeof v.transaction === "function" &&
-    typeof v.exec === "function" &&
-    typeof v.inTransaction === "boolean"
-  );
-}
-
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (typeof value !== "object") return typeof value;
-  return value.constructor?.name ? `a ${value.constructor.name}` : "an object";
-}
-
 function storeBusy(operation: string): ErrandError {
   return new ErrandError(
     "ERR_STORE_BUSY",
@@ -132,27 +111,26 @@ function idsJson(ids: string[]): string {
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
+  /** The connection errand uses: its own, or the application's shared handle. */
   readonly db: Db;
   private readonly ownsDb: boolean;
   private readonly pollIntervalMs: number;
-  private readonly statements = new WeakMap<Db, Map<string, Statement>>();
+  private readonly statements = new Statements();
   private readonly listeners = new Set<(queue: string | null) => void>();
   private pollTimer: NodeJS.Timeout | null = null;
   private dataVersion: unknown = null;
   private closed = false;
-
-  /** Set while completeInTransaction holds the connection; resolves when it lets go. */
-  private gate: Promise<void> | null = null;
-  /** Marks the async context of the `fn` running inside completeInTransaction (see `run`). */
-  private readonly inside = new AsyncLocalStorage<object>();
-  private gateToken: object | null = null;
-  /** Wake-ups raised while the gate is held, sent after it commits. */
+  /** Held by completeInTransaction while its transaction spans an await (gate.ts). */
+  private readonly gate = new Gate();
+  /** Wake-ups raised while the gate is held, sent once it opens (after the commit). */
   private readonly deferredWake = new Set<string>();
 
   private readonly claimTx: Database.Transaction<
     (queue: string, limit: number, worker: string, leaseMs: number) => ClaimRow[]
   >;
-  private readonly finishTx: Database.Transaction<(outcomes: Outcome[]) => { applied: boolean[]; wake: Set<string> }>;
+  private readonly finishTx: Database.Transaction<
+    (outcomes: Outcome[]) => { applied: boolean[]; wake: Set<string> }
+  >;
   private readonly extendTx: Database.Transaction<(leases: Lease[], leaseMs: number) => LeaseStatus[]>;
 
   constructor(options: SqliteStoreOptions = {}) {
@@ -161,7 +139,9 @@ export class SqliteStore implements Store {
     }
     if (options.db !== undefined) {
       if (!isDatabase(options.db)) {
-        throw new ValidationError(`openSqliteStore: \`db\` must be a better-sqlite3 Database; got ${describe(options.db)}`);
+        throw new ValidationError(
+          `openSqliteStore: \`db\` must be a better-sqlite3 Database; got ${describe(options.db)}`,
+        );
       }
       this.db = options.db;
       this.ownsDb = false;
@@ -169,9 +149,9 @@ export class SqliteStore implements Store {
       this.db = new Database(options.path ?? "./errand.db");
       this.ownsDb = true;
       // busy_timeout first: switching to WAL needs a lock another process may hold right now.
-      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-      this.db.pragma("journal_mode = WAL");
-      this.db.pragma("synchronous = NORMAL");
+      this.db.pragma(Q.PRAGMA_BUSY_TIMEOUT(options.busyTimeoutMs ?? 5000));
+      this.db.pragma(Q.PRAGMA_WAL);
+      this.db.pragma(Q.PRAGMA_SYNCHRONOUS_NORMAL);
     }
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
 
@@ -197,7 +177,9 @@ export class SqliteStore implements Store {
         const row =
           id === null
             ? undefined
-            : (extend.get({ id, token: lease.leaseToken, now, leaseMs }) as { cancel_requested: number } | undefined);
+            : (extend.get({ id, token: lease.leaseToken, now, leaseMs }) as
+                | { cancel_requested: number }
+                | undefined);
         return { id: lease.id, held: row !== undefined, cancelRequested: row?.cancel_requested === 1 };
       });
     });
@@ -205,36 +187,22 @@ export class SqliteStore implements Store {
 
   // ── plumbing ─────────────────────────────────────────────────────────────────────────────
 
-  /** The prepared statement for `sql` on `db`, prepared once per connection. */
-  private q(sql: string, db: Db = this.db): Statement {
-    let cache = this.statements.get(db);
-    if (!cache) {
-      cache = new Map();
-      this.statements.set(db, cache);
-    }
-    let statement = cache.get(sql);
-    if (!statement) {
-      statement = db.prepare(sql);
-      cache.set(sql, statement);
-    }
-    return statement;
+  /** The prepared statement for `sql` on errand's connection. */
+  private q(sql: string): Statement {
+    return this.statements.get(this.db, sql);
   }
 
-  private nowMs(db: Db = this.db): number {
-    return (this.q(Q.SELECT_NOW, db).get() as { now: number }).now;
-  }
-
-  private insideGate(): boolean {
-    return this.gateToken !== null && this.inside.getStore() === this.gateToken;
+  private nowMs(): number {
+    return this.statements.now(this.db);
   }
 
   /**
    * Runs a synchronous operation on the connection — at once, unless completeInTransaction
-   * holds it from another async context: then after it lets go.
+   * holds it from another async context: then once it lets go.
    */
   private run<T>(operation: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
-    if (this.gate !== null && !this.insideGate()) return this.gate.then(() => this.run(operation));
+    if (this.gate.blocked) return this.gate.released.then(() => this.run(operation));
     try {
       return Promise.resolve(operation());
     } catch (err) {
@@ -243,7 +211,7 @@ export class SqliteStore implements Store {
   }
 
   private notify(queue: string | null): void {
-    if (queue !== null && this.gate !== null) {
+    if (queue !== null && this.gate.held) {
       this.deferredWake.add(queue);
       return;
     }
@@ -275,7 +243,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    while (this.gate !== null) await this.gate;
+    while (this.gate.held) await this.gate.released;
     if (this.closed) return;
     this.closed = true;
     this.stopPolling();
@@ -294,8 +262,7 @@ export class SqliteStore implements Store {
    * Database): the inserts run on that handle, synchronously before this returns its promise,
    * so that `db.transaction(() => { ...; errand.enqueue(..., { tx: db }) })()` gets the job
    * inside its transaction; if the handle has no transaction open, the batch gets its own.
-   *
-   * Measured (bench/sqlite-store.ts): one prepared INSERT in a loop, one transaction.
+   * Rows go in chunks of a hundred per statement (insert.ts; bench/sqlite-store.ts measures).
    */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
     if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
@@ -306,8 +273,10 @@ export class SqliteStore implements Store {
             `enqueue tx: the SQLite store joins the transaction of a better-sqlite3 Database — pass that Database as tx; got ${describe(tx)}`,
           );
         }
-        if (!tx.open) throw new ValidationError("enqueue tx: the better-sqlite3 Database passed as tx is closed");
-        const results = tx.inTransaction ? this.insertOn(tx, jobs) : tx.transaction(() => this.insertOn(tx, jobs)).immediate();
+        if (!tx.open)
+          throw new ValidationError("enqueue tx: the better-sqlite3 Database passed as tx is closed");
+        const insert = () => insertJobsOn(tx, this.statements, jobs);
+        const results = tx.inTransaction ? insert() : tx.transaction(insert).immediate();
         this.notifyCreated(results);
         return Promise.resolve(results);
       } catch (err) {
@@ -316,110 +285,10 @@ export class SqliteStore implements Store {
     }
     return this.run(() => {
       if (jobs.length === 0) return [];
-      const results = this.db.transaction(() => this.insertOn(this.db, jobs)).immediate();
+      const results = this.db.transaction(() => insertJobsOn(this.db, this.statements, jobs)).immediate();
       this.notifyCreated(results);
       return results;
     });
-  }
-
-  private insertOn(db: Db, jobs: NewJob[]): InsertResult[] {
-    if (jobs.length === 0) return [];
-    const now = this.nowMs(db);
-    const results: InsertResult[] = new Array(jobs.length);
-    const payloads: string[] = new Array(jobs.length);
-    const runAts: number[] = new Array(jobs.length);
-    const rows = Q.INSERT_JOB_CHUNK_ROWS;
-    const params: unknown[] = new Array(rows * 7);
-    /** Indexes of keyless jobs not inserted yet (fewer than a chunk). */
-    let run: number[] = [];
-
-    const created = (i: number, id: number, key: string | null): void => {
-      const input = jobs[i];
-      results[i] = {
-        created: true,
-        job: {
-          id: String(id),
-          queue: input.queue,
-          name: input.name,
-          state: "pending",
-          priority: input.priority,
-          attempt: 0,
-          maxAttempts: input.maxAttempts,
-          runAt: new Date(runAts[i]),
-          payload: JSON.parse(payloads[i]),
-          key,
-          attempts: [],
-          result: null,
-          progress: null,
-          lastError: null,
-          createdAt: new Date(now),
-          startedAt: null,
-          finishedAt: null,
-          lockedBy: null,
-          lockedUntil: null,
-          cancelRequested: false,
-        },
-      };
-    };
-    const insertOne = (i: number, key: string | null): boolean => {
-      const input = jobs[i];
-      const info = this.q(Q.INSERT_JOB, db).run(
-        input.queue,
-        input.name,
-        input.priority,
-        input.maxAttempts,
-        runAts[i],
-        payloads[i],
-        key,
-        now,
-      );
-      if (info.changes === 1) created(i, Number(info.lastInsertRowid), key);
-      return info.changes === 1;
-    };
-    const flushChunk = (): void => {
-      for (let r = 0; r < rows; r++) {
-        const input = jobs[run[r]];
-        const p = r * 7;
-        params[p] = input.queue;
-        params[p + 1] = input.name;
-        params[p + 2] = input.priority;
-        params[p + 3] = input.maxAttempts;
-        params[p + 4] = runAts[run[r]];
-        params[p + 5] = payloads[run[r]];
-        params[p + 6] = now;
-      }
-      const info = this.q(Q.INSERT_JOB_CHUNK, db).run(params);
-      // Consecutive AUTOINCREMENT ids ending at last_insert_rowid (we hold the write lock).
-      const first = Number(info.lastInsertRowid) - rows + 1;
-      for (let r = 0; r < rows; r++) created(run[r], first + r, null);
-      run = [];
-    };
-    const flushRun = (): void => {
-      for (const i of run) insertOne(i, null);
-      run = [];
-    };
-
-    for (let i = 0; i < jobs.length; i++) {
-      const input = jobs[i];
-      payloads[i] = toJson(input.payload);
-      // Same arithmetic as the memory store: a Date truncates fractional milliseconds.
-      runAts[i] = (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime();
-      if (!Number.isFinite(runAts[i])) throw new ValidationError(`job "${input.name}": invalid runAt`);
-      // An empty key is no key (a unique index cannot tell "no key" from "").
-      const key = input.key ? input.key : null;
-      if (key === null) {
-        run.push(i);
-        if (run.length === rows) flushChunk();
-        continue;
-      }
-      flushRun(); // keep ids in input order
-      if (!insertOne(i, key)) {
-        const existing = this.q(Q.SELECT_JOB_BY_KEY, db).get(input.queue, key) as JobRow;
-        results[i] = { job: jobFromRow(existing), created: false };
-      }
-    }
-    flushRun();
-    return results;
   }
 
   private notifyCreated(results: InsertResult[]): void {
@@ -513,7 +382,8 @@ export class SqliteStore implements Store {
         limit: limit + 1,
       }) as JobRow[];
       const page = rows.slice(0, limit);
-      const nextCursor = rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1].id) : null;
+      const nextCursor =
+        rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1].id) : null;
       return { jobs: page.map(jobFromRow), nextCursor };
     });
   }
@@ -549,21 +419,33 @@ export class SqliteStore implements Store {
           }
           return s;
         };
-        for (const row of this.q(Q.STATS_BY_STATE).all() as { queue: string; state: JobRecord["state"]; n: number }[]) {
+        for (const row of this.q(Q.STATS_BY_STATE).all() as {
+          queue: string;
+          state: JobRecord["state"];
+          n: number;
+        }[]) {
           if (row.n === 0) continue;
           const s = get(row.queue);
-          if (row.state === "pending") s.delayed = row.n; // every pending job, until split below
+          if (row.state === "pending")
+            s.delayed = row.n; // every pending job, until split below
           else s[row.state] = row.n;
         }
         for (const s of byQueue.values()) {
           if (s.delayed > 0) {
-            const p = this.q(Q.STATS_PENDING).get({ queue: s.queue, now }) as { delayed: number; oldest: number | null };
+            const p = this.q(Q.STATS_PENDING).get({ queue: s.queue, now }) as {
+              delayed: number;
+              oldest: number | null;
+            };
             s.pending = s.delayed - p.delayed;
             s.delayed = p.delayed;
             s.oldestPendingMs = s.pending > 0 && p.oldest !== null ? now - p.oldest : null;
           }
           if (s.completed > 0 || s.failed > 0) {
-            const f = this.q(Q.STATS_FINISHED).get({ queue: s.queue, dayAgo: now - DAY_MS, hourAgo: now - HOUR_MS }) as {
+            const f = this.q(Q.STATS_FINISHED).get({
+              queue: s.queue,
+              dayAgo: now - DAY_MS,
+              hourAgo: now - HOUR_MS,
+            }) as {
               completedDay: number;
               completedHour: number;
               failedDay: number;
@@ -587,7 +469,10 @@ export class SqliteStore implements Store {
       const first = Math.floor(since / bucketMs);
       const last = Math.floor(now / bucketMs);
       const fewBuckets =
-        Number.isSafeInteger(bucketMs) && bucketMs > 0 && last >= first && last - first < Q.THROUGHPUT_MAX_BUCKETS;
+        Number.isSafeInteger(bucketMs) &&
+        bucketMs > 0 &&
+        last >= first &&
+        last - first < Q.THROUGHPUT_MAX_BUCKETS;
       const rows = (
         fewBuckets
           ? this.q(Q.THROUGHPUT_BY_BUCKET).all({ bucket: bucketMs, since, first, last })
@@ -595,7 +480,12 @@ export class SqliteStore implements Store {
       ) as { queue: string; bucket: number; completed: number; failed: number }[];
       return rows
         .filter((r) => r.completed > 0 || r.failed > 0)
-        .map((r) => ({ at: new Date(r.bucket * bucketMs), queue: r.queue, completed: r.completed, failed: r.failed }))
+        .map((r) => ({
+          at: new Date(r.bucket * bucketMs),
+          queue: r.queue,
+          completed: r.completed,
+          failed: r.failed,
+        }))
         .sort((a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue));
     });
   }
@@ -645,7 +535,13 @@ export class SqliteStore implements Store {
     const held = this.q(Q.SELECT_HELD).get(id, outcome.leaseToken) as HeldRow | undefined;
     if (!held) return null;
     const t = outcomeTransition(outcome, held.cancel_requested !== 0, now);
-    const record = attemptFromOutcome(outcome, t, held.attempt, new Date(held.started_at ?? now), new Date(now));
+    const record = attemptFromOutcome(
+      outcome,
+      t,
+      held.attempt,
+      new Date(held.started_at ?? now),
+      new Date(now),
+    );
     this.q(Q.FINISH_JOB).run({
       id,
       token: outcome.leaseToken,
@@ -673,44 +569,41 @@ export class SqliteStore implements Store {
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
   ): Promise<{ applied: boolean; value?: T }> {
-    if (this.insideGate()) {
-      throw new ErrandError("ERR_NESTED_TRANSACTION", "completeInTransaction cannot be called from inside its own fn");
-    }
-    while (this.gate !== null) await this.gate;
-    if (this.closed) throw new ErrandError("ERR_CLOSED", "the SQLite store is closed");
-    if (this.db.inTransaction) throw storeBusy("completeInTransaction");
-    const id = parseId(lease.id);
-    if (id === null) return { applied: false };
-
-    let release = (): void => {};
-    this.gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const token = {};
-    this.gateToken = token;
     try {
-      this.db.exec("BEGIN IMMEDIATE");
-      try {
-        if (!this.q(Q.SELECT_HELD).get(id, lease.leaseToken)) {
-          this.db.exec("ROLLBACK");
-          return { applied: false };
+      return await this.gate.hold(async (within) => {
+        if (this.closed) throw new ErrandError("ERR_CLOSED", "the SQLite store is closed");
+        if (this.db.inTransaction) throw storeBusy("completeInTransaction");
+        const id = parseId(lease.id);
+        if (id === null) return { applied: false };
+        this.db.exec(Q.BEGIN_IMMEDIATE);
+        try {
+          if (!this.q(Q.SELECT_HELD).get(id, lease.leaseToken)) {
+            this.db.exec(Q.ROLLBACK);
+            return { applied: false };
+          }
+          const value = await within(() => fn(this.db));
+          if (!this.db.inTransaction) {
+            throw new ErrandError(
+              "ERR_TRANSACTION_ENDED",
+              "completeInTransaction: fn committed or rolled back errand's transaction",
+            );
+          }
+          const done = this.applyOutcome(
+            { ...lease, kind: "completed", result: value, worker },
+            this.nowMs(),
+          );
+          if (done === null) {
+            this.db.exec(Q.ROLLBACK);
+            return { applied: false };
+          }
+          this.db.exec(Q.COMMIT);
+          return { applied: true, value };
+        } catch (err) {
+          if (this.db.open && this.db.inTransaction) this.db.exec(Q.ROLLBACK);
+          throw err;
         }
-        const value = await this.inside.run(token, () => fn(this.db));
-        const done = this.applyOutcome({ ...lease, kind: "completed", result: value, worker }, this.nowMs());
-        if (done === null) {
-          this.db.exec("ROLLBACK");
-          return { applied: false };
-        }
-        this.db.exec("COMMIT");
-        return { applied: true, value };
-      } catch (err) {
-        if (this.db.open && this.db.inTransaction) this.db.exec("ROLLBACK");
-        throw err;
-      }
+      });
     } finally {
-      this.gate = null;
-      this.gateToken = null;
-      release();
       const wake = [...this.deferredWake];
       this.deferredWake.clear();
       for (const queue of wake) this.notify(queue);
@@ -743,7 +636,11 @@ export class SqliteStore implements Store {
               error: `lease expired: worker ${row.locked_by ?? "?"} stopped heartbeating`,
               kind: "lost",
             };
-            const state = row.cancel_requested ? "cancelled" : row.attempt >= row.max_attempts ? "failed" : "pending";
+            const state = row.cancel_requested
+              ? "cancelled"
+              : row.attempt >= row.max_attempts
+                ? "failed"
+                : "pending";
             this.q(Q.RESCUE_JOB).run({
               id: row.id,
               state,
@@ -887,10 +784,17 @@ export class SqliteStore implements Store {
   }
 
   private schedulesFrom(sql: string): ScheduleRecord[] {
-    return (this.q(sql).all() as ScheduleRow[]).map(scheduleFromRow).sort((a, b) => a.name.localeCompare(b.name));
+    return (this.q(sql).all() as ScheduleRow[])
+      .map(scheduleFromRow)
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  advanceSchedule(req: { name: string; expectedNextRunAt: Date; nextRunAt: Date; lastSlot: Date | null }): Promise<boolean> {
+  advanceSchedule(req: {
+    name: string;
+    expectedNextRunAt: Date;
+    nextRunAt: Date;
+    lastSlot: Date | null;
+  }): Promise<boolean> {
     return this.run(
       () =>
         this.q(Q.SCHEDULE_ADVANCE).run({

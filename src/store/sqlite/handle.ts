@@ -1,0 +1,54 @@
+/**
+ * better-sqlite3 handles: recognizing one, and preparing each statement once per connection
+ * (errand's own, or an application handle passed as `tx`).
+ */
+import Database from "better-sqlite3";
+import { SELECT_NOW } from "./queries.js";
+
+export type Db = Database.Database;
+export type Statement = Database.Statement<unknown[], unknown>;
+
+export function isDatabase(value: unknown): value is Db {
+  if (value instanceof Database) return true;
+  // Another copy of better-sqlite3 in the application's node_modules: recognize it by shape.
+  const v = value as Partial<Db> | null;
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof v.prepare === "function" &&
+    typeof v.transaction === "function" &&
+    typeof v.exec === "function" &&
+    typeof v.inTransaction === "boolean"
+  );
+}
+
+/** For error messages: what was passed instead of a Database. */
+export function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value !== "object") return typeof value;
+  return value.constructor?.name ? `a ${value.constructor.name}` : "an object";
+}
+
+/** Prepared statements keyed by their SQL (the constants of queries.ts), per connection. */
+export class Statements {
+  private readonly cache = new WeakMap<Db, Map<string, Statement>>();
+
+  get(db: Db, sql: string): Statement {
+    let statements = this.cache.get(db);
+    if (!statements) {
+      statements = new Map();
+      this.cache.set(db, statements);
+    }
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** SQLite's clock, in ms since the epoch. */
+  now(db: Db): number {
+    return (this.get(db, SELECT_NOW).get() as { now: number }).now;
+  }
+}

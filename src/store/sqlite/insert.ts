@@ -1,0 +1,114 @@
+/**
+ * Inserting a batch of jobs on one connection, inside a transaction the caller has open
+ * (errand's own, or the application's when it passed `tx`). Synchronous from start to end:
+ * a caller inside better-sqlite3's `db.transaction(() => …)` gets every row in it.
+ */
+import { ValidationError } from "../../errors.js";
+import type { InsertResult, NewJob } from "../types.js";
+import type { Db, Statements } from "./handle.js";
+import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_ROWS, SELECT_JOB_BY_KEY } from "./queries.js";
+import { type JobRow, jobFromRow, toJson } from "./rows.js";
+
+/** Columns bound per row by INSERT_JOB_CHUNK. */
+const CHUNK_COLUMNS = 7;
+
+/**
+ * Keyless jobs go in chunks of INSERT_JOB_CHUNK_ROWS per statement (see queries.ts); a keyed
+ * job goes alone, `ON CONFLICT DO NOTHING`, and on a conflict the existing job is returned.
+ * Rows are inserted in input order, so ids grow in input order.
+ */
+export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): InsertResult[] {
+  if (jobs.length === 0) return [];
+  const now = statements.now(db);
+  const results: InsertResult[] = new Array(jobs.length);
+  const payloads: string[] = new Array(jobs.length);
+  const runAts: number[] = new Array(jobs.length);
+  const params: unknown[] = new Array(INSERT_JOB_CHUNK_ROWS * CHUNK_COLUMNS);
+  /** Indexes of keyless jobs not inserted yet (fewer than a chunk). */
+  let waiting: number[] = [];
+
+  const created = (i: number, id: number, key: string | null): void => {
+    const input = jobs[i];
+    results[i] = {
+      created: true,
+      job: {
+        id: String(id),
+        queue: input.queue,
+        name: input.name,
+        state: "pending",
+        priority: input.priority,
+        attempt: 0,
+        maxAttempts: input.maxAttempts,
+        runAt: new Date(runAts[i]),
+        payload: JSON.parse(payloads[i]), // as getJob will read it back
+        key,
+        attempts: [],
+        result: null,
+        progress: null,
+        lastError: null,
+        createdAt: new Date(now),
+        startedAt: null,
+        finishedAt: null,
+        lockedBy: null,
+        lockedUntil: null,
+        cancelRequested: false,
+      },
+    };
+  };
+
+  const insertOne = (i: number, key: string | null): boolean => {
+    const input = jobs[i];
+    const info = statements
+      .get(db, INSERT_JOB)
+      .run(input.queue, input.name, input.priority, input.maxAttempts, runAts[i], payloads[i], key, now);
+    if (info.changes === 1) created(i, Number(info.lastInsertRowid), key);
+    return info.changes === 1;
+  };
+
+  const insertChunk = (): void => {
+    for (let r = 0; r < INSERT_JOB_CHUNK_ROWS; r++) {
+      const i = waiting[r];
+      const input = jobs[i];
+      const p = r * CHUNK_COLUMNS;
+      params[p] = input.queue;
+      params[p + 1] = input.name;
+      params[p + 2] = input.priority;
+      params[p + 3] = input.maxAttempts;
+      params[p + 4] = runAts[i];
+      params[p + 5] = payloads[i];
+      params[p + 6] = now;
+    }
+    const info = statements.get(db, INSERT_JOB_CHUNK).run(params);
+    // The write lock is held: AUTOINCREMENT gave the rows consecutive ids ending at lastInsertRowid.
+    const first = Number(info.lastInsertRowid) - INSERT_JOB_CHUNK_ROWS + 1;
+    for (let r = 0; r < INSERT_JOB_CHUNK_ROWS; r++) created(waiting[r], first + r, null);
+    waiting = [];
+  };
+
+  const insertWaiting = (): void => {
+    for (const i of waiting) insertOne(i, null);
+    waiting = [];
+  };
+
+  for (let i = 0; i < jobs.length; i++) {
+    const input = jobs[i];
+    payloads[i] = toJson(input.payload);
+    // The memory store's arithmetic: a Date truncates fractional milliseconds.
+    runAts[i] = (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime();
+    if (!Number.isFinite(runAts[i])) throw new ValidationError(`job "${input.name}": invalid runAt`);
+    // An empty key is no key: a unique index cannot tell "" from "no key".
+    const key = input.key ? input.key : null;
+    if (key === null) {
+      waiting.push(i);
+      if (waiting.length === INSERT_JOB_CHUNK_ROWS) insertChunk();
+      continue;
+    }
+    insertWaiting(); // keeps ids in input order
+    if (!insertOne(i, key)) {
+      const existing = statements.get(db, SELECT_JOB_BY_KEY).get(input.queue, key) as JobRow;
+      results[i] = { job: jobFromRow(existing), created: false };
+    }
+  }
+  insertWaiting();
+  return results;
+}
