@@ -16,6 +16,7 @@
  *   next query opens a new one; a method whose connection died throws (the worker backs off and
  *   retries). Idle-client errors never crash the process.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
@@ -174,6 +175,12 @@ export class PostgresStore implements Store {
   private readonly notifier: Notifier;
   private readonly onError?: (err: Error) => void;
   private readonly poolErrorHandler = (err: Error) => this.report(err);
+  /**
+   * The client of the completeInTransaction running in this async context: ledger reads and
+   * writes made from its `fn` (ctx.once) join that transaction, so a ledger entry commits or
+   * rolls back with the effect it records and the completion (as on SQLite).
+   */
+  private readonly txClient = new AsyncLocalStorage<pg.PoolClient>();
   private closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -652,7 +659,7 @@ export class PostgresStore implements Store {
       // concurrent finish waits. A lease already lost means fn never runs.
       const locked = await this.run("LOCK_HELD_JOB", [lease.id, lease.leaseToken], client);
       if (locked.rowCount === 0) throw new Rollback();
-      const value = await fn(client);
+      const value = await this.txClient.run(client, () => fn(client));
       const [applied] = await this.finishOn(
         client,
         [{ ...lease, kind: "completed", result: value, worker }],
@@ -754,14 +761,14 @@ export class PostgresStore implements Store {
   // ── ledger ──────────────────────────────────────────────────────────────────────────────
 
   async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    const { rows } = await this.run("LEDGER_GET", [key]);
+    const { rows } = await this.run("LEDGER_GET", [key], this.txClient.getStore() ?? this.pool);
     if (rows.length === 0) return { found: false };
     return { found: true, value: rows[0].is_undefined ? undefined : rows[0].value };
   }
 
   async ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
     const text = value === undefined ? null : serialize(value, `ledger value for ${JSON.stringify(key)}`);
-    await this.run("LEDGER_PUT", [key, String(jobId), text]);
+    await this.run("LEDGER_PUT", [key, String(jobId), text], this.txClient.getStore() ?? this.pool);
   }
 
   // ── schedules ───────────────────────────────────────────────────────────────────────────
