@@ -28,7 +28,7 @@
  *
  * A failing hook or webhook is logged and never stops the watcher; the webhook has a timeout.
  */
-import { parseDuration, type Duration } from "./duration.js";
+import { type Duration, parseDuration } from "./duration.js";
 import type { Errand } from "./errand.js";
 import { ValidationError } from "./errors.js";
 import { NAME_PATTERN } from "./job.js";
@@ -104,7 +104,8 @@ function compileRule(rule: AlertRule, index: number): CompiledRule {
   if (!rule || typeof rule !== "object") throw new ValidationError(`${what}: expected an object`);
   const hasGrowth = "dlqGrowth" in rule && rule.dlqGrowth !== undefined;
   const hasRate = "failureRate" in rule && rule.failureRate !== undefined;
-  if (hasGrowth === hasRate) throw new ValidationError(`${what}: give exactly one of dlqGrowth or failureRate`);
+  if (hasGrowth === hasRate)
+    throw new ValidationError(`${what}: give exactly one of dlqGrowth or failureRate`);
   if (rule.queue !== undefined && (typeof rule.queue !== "string" || !NAME_PATTERN.test(rule.queue))) {
     throw new ValidationError(`${what}: queue must be a queue name; got ${JSON.stringify(rule.queue)}`);
   }
@@ -120,15 +121,31 @@ function compileRule(rule: AlertRule, index: number): CompiledRule {
   };
   if (hasGrowth) {
     const { count, window } = (rule as DlqGrowthRule).dlqGrowth;
-    if (!Number.isInteger(count) || count < 1) throw new ValidationError(`${what}: dlqGrowth.count must be a positive integer`);
-    return { rule, kind: "dlqGrowth", queue: rule.queue, windowMs: windowOf(window), threshold: count, minJobs: 0 };
+    if (!Number.isInteger(count) || count < 1)
+      throw new ValidationError(`${what}: dlqGrowth.count must be a positive integer`);
+    return {
+      rule,
+      kind: "dlqGrowth",
+      queue: rule.queue,
+      windowMs: windowOf(window),
+      threshold: count,
+      minJobs: 0,
+    };
   }
   const { above, window, minJobs = 10 } = (rule as FailureRateRule).failureRate;
   if (typeof above !== "number" || !(above >= 0 && above < 1)) {
     throw new ValidationError(`${what}: failureRate.above must be a fraction from 0 to 1 (0.2 = 20 %)`);
   }
-  if (!Number.isInteger(minJobs) || minJobs < 1) throw new ValidationError(`${what}: failureRate.minJobs must be a positive integer`);
-  return { rule, kind: "failureRate", queue: rule.queue, windowMs: windowOf(window), threshold: above, minJobs };
+  if (!Number.isInteger(minJobs) || minJobs < 1)
+    throw new ValidationError(`${what}: failureRate.minJobs must be a positive integer`);
+  return {
+    rule,
+    kind: "failureRate",
+    queue: rule.queue,
+    windowMs: windowOf(window),
+    threshold: above,
+    minJobs,
+  };
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(x < 0.1 ? 1 : 0)}%`;
@@ -138,14 +155,22 @@ const windowText = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000} min` : `
  * Watches `rules` every `interval` and reports each episode once. Returns `{ check, stop }`;
  * the timer is unref'd, so it never keeps a process alive.
  */
-export function watchAlerts(errand: Errand, rules: readonly AlertRule[], options: AlertOptions = {}): AlertWatcher {
+export function watchAlerts(
+  errand: Errand,
+  rules: readonly AlertRule[],
+  options: AlertOptions = {},
+): AlertWatcher {
   if (!Array.isArray(rules)) throw new ValidationError("watchAlerts takes an array of rules");
   const compiled = rules.map(compileRule);
   const log = options.logger ?? errand.log;
   const intervalMs = parseDuration(options.interval ?? "30s", "interval");
   if (intervalMs < 100) throw new ValidationError("interval must be at least 100ms");
   const webhook: WebhookOptions | null =
-    options.webhook === undefined ? null : typeof options.webhook === "string" ? { url: options.webhook } : options.webhook;
+    options.webhook === undefined
+      ? null
+      : typeof options.webhook === "string"
+        ? { url: options.webhook }
+        : options.webhook;
   if (webhook) {
     try {
       const url = new URL(webhook.url);
@@ -180,12 +205,14 @@ export function watchAlerts(errand: Errand, rules: readonly AlertRule[], options
       const perQueue = totals.get(r.windowMs)!;
       const queues = new Set<string>(r.queue ? [r.queue] : [...perQueue.keys()]);
       // Open episodes of queues with nothing left in the window must get their chance to resolve.
-      for (const key of firing.keys()) if (key.startsWith(`${index}\u0000`)) queues.add(key.slice(key.indexOf("\u0000") + 1));
+      for (const key of firing.keys())
+        if (key.startsWith(`${index}\u0000`)) queues.add(key.slice(key.indexOf("\u0000") + 1));
       for (const queue of queues) {
         const { completed, failed } = perQueue.get(queue) ?? { completed: 0, failed: 0 };
         const finished = completed + failed;
         const value = r.kind === "dlqGrowth" ? failed : finished > 0 ? failed / finished : 0;
-        const active = r.kind === "dlqGrowth" ? failed >= r.threshold : finished >= r.minJobs && value > r.threshold;
+        const active =
+          r.kind === "dlqGrowth" ? failed >= r.threshold : finished >= r.minJobs && value > r.threshold;
         const key = `${index}\u0000${queue}`;
         const open = firing.get(key);
         if (active && !open) {
@@ -250,7 +277,8 @@ export function watchAlerts(errand: Errand, rules: readonly AlertRule[], options
         signal: AbortSignal.timeout(webhookTimeout),
       });
       await response.body?.cancel().catch(() => {});
-      if (!response.ok) log.error({ status: response.status }, `alert webhook answered HTTP ${response.status}`);
+      if (!response.ok)
+        log.error({ status: response.status }, `alert webhook answered HTTP ${response.status}`);
     } catch (err) {
       log.error({ err }, "alert webhook failed");
     }

@@ -77,13 +77,18 @@ export async function handleApi(request: Request, ctx: RouteContext): Promise<Re
   const match = matches.find((x) => x.e.method === method);
   if (!match) {
     const allow = [...new Set(matches.map((x) => x.e.method))].join(", ");
-    return jsonResponse(405, { error: `method ${request.method} not allowed on ${path}; use ${allow}` }, { allow });
+    return jsonResponse(
+      405,
+      { error: `method ${request.method} not allowed on ${path}; use ${allow}` },
+      { allow },
+    );
   }
   try {
     const params = match.m!.slice(1).map(decodeParam);
     return await match.e.handler(request, ctx, params);
   } catch (err) {
-    if (err instanceof HttpError || err instanceof BodyError) return jsonResponse(err.status, { error: err.message });
+    if (err instanceof HttpError || err instanceof BodyError)
+      return jsonResponse(err.status, { error: err.message });
     if (err instanceof ValidationError) return jsonResponse(400, { error: err.message });
     throw err;
   }
@@ -124,7 +129,9 @@ function query(ctx: RouteContext, known: string[]): Map<string, string> {
 
 function checkNameParam(value: string | undefined, what: string): string | undefined {
   if (value !== undefined && !NAME_PATTERN.test(value)) {
-    throw bad(`${what} must be a ${what} name (letters, digits, "_", ".", ":", "-"); got ${JSON.stringify(value)}`);
+    throw bad(
+      `${what} must be a ${what} name (letters, digits, "_", ".", ":", "-"); got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -149,7 +156,8 @@ async function getStats(_request: Request, ctx: RouteContext): Promise<Response>
     for (const key of Object.keys(totals) as (keyof QueueStats)[]) {
       if (key === "queue") continue;
       if (key === "oldestPendingMs") {
-        if (q.oldestPendingMs !== null) totals.oldestPendingMs = Math.max(totals.oldestPendingMs ?? 0, q.oldestPendingMs);
+        if (q.oldestPendingMs !== null)
+          totals.oldestPendingMs = Math.max(totals.oldestPendingMs ?? 0, q.oldestPendingMs);
       } else totals[key] += q[key];
     }
   }
@@ -185,7 +193,10 @@ async function getThroughput(_request: Request, ctx: RouteContext): Promise<Resp
   if (sinceMs / bucketMs > THROUGHPUT_MAX_BUCKETS) {
     throw bad(`since/bucket gives more than ${THROUGHPUT_MAX_BUCKETS} buckets; choose a larger bucket`);
   }
-  const [buckets, now] = await Promise.all([ctx.errand.store.throughput(sinceMs, bucketMs), ctx.errand.store.now()]);
+  const [buckets, now] = await Promise.all([
+    ctx.errand.store.throughput(sinceMs, bucketMs),
+    ctx.errand.store.now(),
+  ]);
   const from = Math.floor((now.getTime() - sinceMs) / bucketMs) * bucketMs;
   return jsonResponse(200, {
     now,
@@ -207,7 +218,8 @@ async function listJobs(_request: Request, ctx: RouteContext): Promise<Response>
     throw bad(`limit must be an integer from 1 to 1000; got ${JSON.stringify(limitText)}`);
   }
   const search = params.get("search");
-  if (search !== undefined && search.length > MAX_SEARCH) throw bad(`search must be at most ${MAX_SEARCH} characters`);
+  if (search !== undefined && search.length > MAX_SEARCH)
+    throw bad(`search must be at most ${MAX_SEARCH} characters`);
   const cursor = params.get("cursor");
   if (cursor !== undefined && !/^\d{1,18}$/.test(cursor)) {
     throw bad(`invalid cursor ${JSON.stringify(cursor)}: pass nextCursor from the previous page`);
@@ -251,7 +263,10 @@ async function cancelJob(_request: Request, ctx: RouteContext, [id]: string[]): 
 async function discardJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   const job = await findJob(ctx, id);
   if (job.state !== "failed") {
-    throw new HttpError(409, `job ${job.id} is ${job.state}: only failed jobs (the dead-letter queue) can be discarded`);
+    throw new HttpError(
+      409,
+      `job ${job.id} is ${job.state}: only failed jobs (the dead-letter queue) can be discarded`,
+    );
   }
   if (!(await ctx.errand.discard(job.id))) throw new HttpError(409, `job ${job.id} changed state meanwhile`);
   return jsonResponse(200, { discarded: 1, id: job.id });
@@ -261,7 +276,8 @@ async function discardJob(_request: Request, ctx: RouteContext, [id]: string[]):
 async function bulk(request: Request, ctx: RouteContext, action: "retry" | "discard"): Promise<Response> {
   const body = await readJsonObject(request);
   for (const key of Object.keys(body)) {
-    if (!["ids", "all", "queue"].includes(key)) throw bad(`unknown field "${key}"; expected ids, or all and queue`);
+    if (!["ids", "all", "queue"].includes(key))
+      throw bad(`unknown field "${key}"; expected ids, or all and queue`);
   }
   const queue = body.queue;
   if (queue !== undefined && (typeof queue !== "string" || !NAME_PATTERN.test(queue))) {
@@ -320,6 +336,9 @@ async function listSchedules(_request: Request, ctx: RouteContext): Promise<Resp
 
 async function listWorkers(_request: Request, ctx: RouteContext): Promise<Response> {
   query(ctx, []);
-  const [workers, now] = await Promise.all([ctx.errand.store.listWorkers(WORKER_STALE_MS), ctx.errand.store.now()]);
+  const [workers, now] = await Promise.all([
+    ctx.errand.store.listWorkers(WORKER_STALE_MS),
+    ctx.errand.store.now(),
+  ]);
   return jsonResponse(200, { now, staleMs: WORKER_STALE_MS, workers });
 }

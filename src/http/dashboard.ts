@@ -16,12 +16,12 @@ import { readFile } from "node:fs/promises";
 import type { RouteContext } from "./app.js";
 import { BodyError, readForm } from "./body.js";
 import {
-  SECURITY_HEADERS,
-  SESSION_TTL_MS,
   authenticate,
   createSession,
   dashboardToken,
   isSameOrigin,
+  SECURITY_HEADERS,
+  SESSION_TTL_MS,
   safeEqual,
   sessionCookie,
 } from "./security.js";
@@ -72,7 +72,8 @@ export async function handleDashboard(request: Request, ctx: RouteContext): Prom
   }
   if (path === "/logout") {
     if (method !== "POST") return methodNotAllowed("POST");
-    if (!isSameOrigin(request, true)) return html(403, messagePage(ctx.prefix, "Cross-site request refused."));
+    if (!isSameOrigin(request, true))
+      return html(403, messagePage(ctx.prefix, "Cross-site request refused."));
     return redirect(`${ctx.prefix}/login`, { "set-cookie": sessionCookie("", request, ctx.prefix, 0) });
   }
   if (method !== "GET") return methodNotAllowed("GET");
@@ -107,24 +108,41 @@ async function serveAsset(request: Request, name: string): Promise<Response> {
   if (!type) return text(404, "not found");
   if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed("GET");
   const asset = await loadAsset(name);
-  const headers = { ...SECURITY_HEADERS, "content-type": type, etag: asset.etag, "cache-control": "no-cache" };
-  if (request.headers.get("if-none-match") === asset.etag) return new Response(null, { status: 304, headers });
+  const headers = {
+    ...SECURITY_HEADERS,
+    "content-type": type,
+    etag: asset.etag,
+    "cache-control": "no-cache",
+  };
+  if (request.headers.get("if-none-match") === asset.etag)
+    return new Response(null, { status: 304, headers });
   return new Response(request.method === "HEAD" ? null : (asset.body as BodyInit), { status: 200, headers });
 }
 
 function html(status: number, body: string, headers: Record<string, string> = {}): Response {
   return new Response(body, {
     status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers },
+    headers: {
+      ...SECURITY_HEADERS,
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      ...headers,
+    },
   });
 }
 
 function text(status: number, body: string): Response {
-  return new Response(body, { status, headers: { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8" } });
+  return new Response(body, {
+    status,
+    headers: { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8" },
+  });
 }
 
 function redirect(location: string, headers: Record<string, string> = {}): Response {
-  return new Response(null, { status: 303, headers: { ...SECURITY_HEADERS, location, "cache-control": "no-store", ...headers } });
+  return new Response(null, {
+    status: 303,
+    headers: { ...SECURITY_HEADERS, location, "cache-control": "no-store", ...headers },
+  });
 }
 
 function methodNotAllowed(allow: string): Response {

@@ -119,7 +119,8 @@ function createMetrics(errand: Errand): ErrandMetrics {
     const due = event.job.runAt ? new Date(event.job.runAt).getTime() : Number.NaN;
     const started = event.startedAt ? new Date(event.startedAt).getTime() : Number.NaN;
     // The due time comes from the store's clock and the start from the worker's: clamp small skews.
-    if (Number.isFinite(due) && Number.isFinite(started)) wait.observe(labels, Math.max(0, started - due) / 1000);
+    if (Number.isFinite(due) && Number.isFinite(started))
+      wait.observe(labels, Math.max(0, started - due) / 1000);
   };
   errand.on("completed", observe(completed));
   errand.on("retrying", observe(retried));

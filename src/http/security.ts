@@ -104,7 +104,12 @@ export function isHttps(request: Request): boolean {
   return (request.headers.get("x-forwarded-proto") ?? "").split(",")[0].trim().toLowerCase() === "https";
 }
 
-export function sessionCookie(value: string, request: Request, prefix: string, maxAgeSeconds: number): string {
+export function sessionCookie(
+  value: string,
+  request: Request,
+  prefix: string,
+  maxAgeSeconds: number,
+): string {
   const parts = [
     `${SESSION_COOKIE}=${value}`,
     `Path=${prefix || "/"}`,
@@ -131,7 +136,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "cross-origin-resource-policy": "same-origin",
 };
 
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(?:\.\d{1,3}){3}|\[::ffff:127(?:\.\d{1,3}){3}\])$/i;
+const LOOPBACK =
+  /^(localhost|127(?:\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(?:\.\d{1,3}){3}|\[::ffff:127(?:\.\d{1,3}){3}\])$/i;
 
 /** Whether `host` only accepts connections from this machine. "0.0.0.0", "::" and "" do not. */
 export function isLoopbackHost(host: string | undefined | null): boolean {
@@ -191,7 +197,10 @@ export function guard(
       ok: false,
       response: jsonResponse(
         401,
-        { error: "unauthorized: send Authorization: Bearer <ERRAND_DASHBOARD_TOKEN> or log in to the dashboard" },
+        {
+          error:
+            "unauthorized: send Authorization: Bearer <ERRAND_DASHBOARD_TOKEN> or log in to the dashboard",
+        },
         { "www-authenticate": 'Bearer realm="errand"' },
       ),
     };

@@ -31,12 +31,16 @@ describe("alerts", () => {
     const { logger, lines } = capturingLogger();
     const fired: Alert[] = [];
     const resolved: Alert[] = [];
-    const watcher = watchAlerts(errand, [{ queue: "emails", failureRate: { above: 0.2, window: "10m", minJobs: 20 } }], {
-      onAlert: (a) => void fired.push(a),
-      onResolve: (a) => void resolved.push(a),
-      interval: "1h",
-      logger,
-    });
+    const watcher = watchAlerts(
+      errand,
+      [{ queue: "emails", failureRate: { above: 0.2, window: "10m", minJobs: 20 } }],
+      {
+        onAlert: (a) => void fired.push(a),
+        onResolve: (a) => void resolved.push(a),
+        interval: "1h",
+        logger,
+      },
+    );
     try {
       await seed(errand, 0, 19);
       assert.deepEqual(await watcher.check(), [], "19 jobs: below minJobs");
@@ -140,21 +144,28 @@ describe("alerts", () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
     const errand = await open();
     const { logger, lines } = capturingLogger();
-    const watcher = watchAlerts(errand, [{ queue: "emails", failureRate: { above: 0.5, window: "1h", minJobs: 2 } }], {
-      webhook: { url, timeout: 200 },
-      onAlert: () => {
-        throw new Error("a broken hook");
+    const watcher = watchAlerts(
+      errand,
+      [{ queue: "emails", failureRate: { above: 0.5, window: "1h", minJobs: 2 } }],
+      {
+        webhook: { url, timeout: 1500 },
+        onAlert: () => {
+          throw new Error("a broken hook");
+        },
+        interval: "1h",
+        logger,
       },
-      interval: "1h",
-      logger,
-    });
+    );
     try {
       await seed(errand, 0, 2);
       assert.equal((await watcher.check()).length, 1);
       assert.equal(received.length, 1);
       assert.equal(received[0].status, "firing");
       assert.equal(received[0].alert.queue, "emails");
-      assert.ok(lines.some((l) => /onAlert hook threw/.test(l.msg)), "the hook's error is logged");
+      assert.ok(
+        lines.some((l) => /onAlert hook threw/.test(l.msg)),
+        "the hook's error is logged",
+      );
 
       mode = "500";
       await seed(errand, 10, 0);
@@ -210,7 +221,10 @@ describe("alerts", () => {
       for (const [rule, message] of bad) {
         assert.throws(() => watchAlerts(errand, [rule as never]), message, JSON.stringify(rule));
       }
-      assert.throws(() => watchAlerts(errand, [], { webhook: "ftp://x" }), /webhook must be an http\(s\) URL/);
+      assert.throws(
+        () => watchAlerts(errand, [], { webhook: "ftp://x" }),
+        /webhook must be an http\(s\) URL/,
+      );
     } finally {
       await errand.close();
     }

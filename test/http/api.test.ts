@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
-  ORIGIN,
-  TOKEN,
   buildReport,
   call,
   callJson,
+  type Harness,
   harness,
   login,
+  ORIGIN,
   postJson,
   seed,
   sendEmail,
-  type Harness,
+  TOKEN,
 } from "./helpers.js";
 
 describe("API auth", () => {
@@ -56,7 +56,9 @@ describe("API auth", () => {
         assert.match(body.error, /unauthorized/);
         assert.match(headers.get("www-authenticate") ?? "", /Bearer/);
       }
-      const basic = await call(h.handler, "/api/stats", { headers: { authorization: `Basic ${btoa(`x:${TOKEN}`)}` } });
+      const basic = await call(h.handler, "/api/stats", {
+        headers: { authorization: `Basic ${btoa(`x:${TOKEN}`)}` },
+      });
       assert.equal(basic.status, 401);
       // Even unknown paths answer 401, not 404, without credentials.
       assert.equal((await call(h.handler, "/api/nope", { bearer: null })).status, 401);
@@ -90,9 +92,15 @@ describe("API auth", () => {
       assert.equal(stats.status, 200);
       // A tampered session is refused.
       const tampered = session.replace(/.$/, (c) => (c === "A" ? "B" : "A"));
-      assert.equal((await call(h.handler, "/api/stats", { bearer: null, headers: { cookie: tampered } })).status, 401);
+      assert.equal(
+        (await call(h.handler, "/api/stats", { bearer: null, headers: { cookie: tampered } })).status,
+        401,
+      );
       // A wrong Authorization header fails even beside a valid cookie.
-      assert.equal((await call(h.handler, "/api/stats", { bearer: "wrong", headers: { cookie: session } })).status, 401);
+      assert.equal(
+        (await call(h.handler, "/api/stats", { bearer: "wrong", headers: { cookie: session } })).status,
+        401,
+      );
     });
 
     test("the session cookie is Secure over https (directly or via X-Forwarded-Proto)", async () => {
@@ -102,7 +110,11 @@ describe("API auth", () => {
       );
       assert.match(direct.headers.get("set-cookie") ?? "", /; Secure/);
       const proxied = await h.handler(
-        new Request(`${ORIGIN}/login`, { method: "POST", headers: { ...form, "x-forwarded-proto": "https" }, body: `token=${TOKEN}` }),
+        new Request(`${ORIGIN}/login`, {
+          method: "POST",
+          headers: { ...form, "x-forwarded-proto": "https" },
+          body: `token=${TOKEN}`,
+        }),
       );
       assert.match(proxied.headers.get("set-cookie") ?? "", /; Secure/);
     });
@@ -158,7 +170,10 @@ describe("CSRF", () => {
       assert.equal(response.status, 403, JSON.stringify(headers));
       assert.match((await response.json()).error, /cross-site/);
     }
-    const bulk = await cookiePost("/api/dlq/discard", { "sec-fetch-site": "cross-site", "content-type": "application/json" });
+    const bulk = await cookiePost("/api/dlq/discard", {
+      "sec-fetch-site": "cross-site",
+      "content-type": "application/json",
+    });
     assert.equal(bulk.status, 403);
     assert.equal((await h.errand.getJob(failedId))?.state, "failed");
   });
@@ -198,9 +213,24 @@ describe("bad input answers 4xx JSON, never 500", () => {
   after(() => h.cleanup());
 
   const cases: Array<[string, RequestInit, number, RegExp]> = [
-    ["/api/dlq/retry", { method: "POST", headers: { "content-type": "application/json" }, body: "{ids: [1" }, 400, /malformed JSON/],
-    ["/api/dlq/retry", { method: "POST", headers: { "content-type": "application/json" }, body: "[1,2]" }, 400, /JSON object/],
-    ["/api/dlq/retry", { method: "POST", headers: { "content-type": "text/plain" }, body: '{"all":true}' }, 415, /application\/json/],
+    [
+      "/api/dlq/retry",
+      { method: "POST", headers: { "content-type": "application/json" }, body: "{ids: [1" },
+      400,
+      /malformed JSON/,
+    ],
+    [
+      "/api/dlq/retry",
+      { method: "POST", headers: { "content-type": "application/json" }, body: "[1,2]" },
+      400,
+      /JSON object/,
+    ],
+    [
+      "/api/dlq/retry",
+      { method: "POST", headers: { "content-type": "text/plain" }, body: '{"all":true}' },
+      415,
+      /application\/json/,
+    ],
     ["/api/dlq/retry", { method: "POST", headers: { "content-type": "application/json" } }, 400, /empty/],
     ["/api/dlq/retry", postJson({}), 400, /ids.*all/],
     ["/api/dlq/retry", postJson({ ids: "1" }), 400, /ids must be/],
@@ -245,7 +275,11 @@ describe("bad input answers 4xx JSON, never 500", () => {
   test("oversized bodies: 413, by Content-Length or while streaming", async () => {
     const big = JSON.stringify({ ids: Array.from({ length: 20_000 }, (_, i) => String(i + 1)) });
     assert.ok(big.length > 64 * 1024);
-    const declared = await callJson(h.handler, "/api/dlq/retry", { method: "POST", headers: { "content-type": "application/json" }, body: big });
+    const declared = await callJson(h.handler, "/api/dlq/retry", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: big,
+    });
     assert.equal(declared.status, 413);
     assert.match(declared.body.error, /too large/);
     // A stream with no Content-Length is cut off at the limit.
@@ -270,7 +304,9 @@ describe("bad input answers 4xx JSON, never 500", () => {
   test("job actions in the wrong state: 409 naming the state", async () => {
     const completed = (await h.errand.listJobs({ state: "completed" })).jobs[0];
     for (const action of ["retry", "discard", "cancel"]) {
-      const { status, body } = await callJson(h.handler, `/api/jobs/${completed.id}/${action}`, { method: "POST" });
+      const { status, body } = await callJson(h.handler, `/api/jobs/${completed.id}/${action}`, {
+        method: "POST",
+      });
       assert.equal(status, 409);
       assert.match(body.error, /is completed/);
     }
@@ -318,7 +354,9 @@ describe("API endpoints", () => {
     assert.equal(body.bucketMs, 60_000);
     assert.equal(body.sinceMs, 3_600_000);
     const sum = (queue: string, field: "completed" | "failed") =>
-      body.buckets.filter((b: { queue: string }) => b.queue === queue).reduce((n: number, b: Record<string, number>) => n + b[field], 0);
+      body.buckets
+        .filter((b: { queue: string }) => b.queue === queue)
+        .reduce((n: number, b: Record<string, number>) => n + b[field], 0);
     assert.equal(sum("emails", "completed"), 5);
     assert.equal(sum("emails", "failed"), 3);
     assert.equal(sum("reports", "failed"), 1);
@@ -329,11 +367,18 @@ describe("API endpoints", () => {
   test("GET /api/jobs: filters by queue, state and name; searches id, key and payload", async () => {
     const failed = await callJson(h.handler, "/api/jobs?state=failed&queue=emails");
     assert.equal(failed.body.jobs.length, 3);
-    assert.ok(failed.body.jobs.every((j: { state: string; queue: string }) => j.state === "failed" && j.queue === "emails"));
+    assert.ok(
+      failed.body.jobs.every(
+        (j: { state: string; queue: string }) => j.state === "failed" && j.queue === "emails",
+      ),
+    );
     const byName = await callJson(h.handler, "/api/jobs?name=build-report");
     assert.equal(byName.body.jobs.length, 3);
     const byKey = await callJson(h.handler, "/api/jobs?search=welcome-4");
-    assert.deepEqual(byKey.body.jobs.map((j: { key: string }) => j.key), ["welcome-42"]);
+    assert.deepEqual(
+      byKey.body.jobs.map((j: { key: string }) => j.key),
+      ["welcome-42"],
+    );
     const byPayload = await callJson(h.handler, "/api/jobs?search=needle-in");
     assert.equal(byPayload.body.jobs.length, 1);
     const id = byPayload.body.jobs[0].id;
@@ -358,7 +403,10 @@ describe("API endpoints", () => {
       cursor = body.nextCursor;
       pages++;
     } while (cursor && pages < 20);
-    assert.deepEqual(seen, all.jobs.map((j) => j.id));
+    assert.deepEqual(
+      seen,
+      all.jobs.map((j) => j.id),
+    );
     assert.equal(pages, Math.ceil(all.jobs.length / 3));
   });
 
@@ -366,7 +414,19 @@ describe("API endpoints", () => {
     const failed = (await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs[0];
     const { status, body } = await callJson(h.handler, `/api/jobs/${failed.id}`);
     assert.equal(status, 200);
-    for (const field of ["id", "queue", "name", "state", "priority", "attempt", "maxAttempts", "runAt", "payload", "key", "attempts"]) {
+    for (const field of [
+      "id",
+      "queue",
+      "name",
+      "state",
+      "priority",
+      "attempt",
+      "maxAttempts",
+      "runAt",
+      "payload",
+      "key",
+      "attempts",
+    ]) {
       assert.ok(field in body, field);
     }
     assert.equal(body.attempts.length, 1);
@@ -392,18 +452,27 @@ describe("API endpoints", () => {
   test("POST /api/dlq/retry and /discard by ids and by queue", async () => {
     await seed(h.errand, 0, 4);
     await seed(h.errand, 0, 2, buildReport);
-    const failedEmails = (await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs.map((j) => j.id);
+    const failedEmails = (await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs.map(
+      (j) => j.id,
+    );
     const cancelledBefore = (await h.errand.listJobs({ state: "cancelled" })).jobs.length;
     const byIds = await callJson(h.handler, "/api/dlq/retry", postJson({ ids: failedEmails.slice(0, 2) }));
     assert.deepEqual(byIds.body, { retried: 2 });
     const byQueue = await callJson(h.handler, "/api/dlq/retry", postJson({ queue: "emails", all: true }));
     assert.deepEqual(byQueue.body, { retried: failedEmails.length - 2 });
     assert.equal((await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs.length, 0);
-    assert.equal((await h.errand.listJobs({ state: "cancelled" })).jobs.length, cancelledBefore, "retry-all leaves cancelled jobs alone");
+    assert.equal(
+      (await h.errand.listJobs({ state: "cancelled" })).jobs.length,
+      cancelledBefore,
+      "retry-all leaves cancelled jobs alone",
+    );
     const reportsFailed = (await h.errand.listJobs({ state: "failed", queue: "reports" })).jobs.length;
     const discard = await callJson(h.handler, "/api/dlq/discard", postJson({ all: true }));
     assert.deepEqual(discard.body, { discarded: reportsFailed });
-    assert.equal((await h.errand.stats()).reduce((n, s) => n + s.failed, 0), 0);
+    assert.equal(
+      (await h.errand.stats()).reduce((n, s) => n + s.failed, 0),
+      0,
+    );
   });
 
   test("GET /api/schedules and /api/workers", async () => {
@@ -428,7 +497,13 @@ describe("API endpoints", () => {
 
     const worker = h.errand.work({ emails: { concurrency: 3 } }, { id: "test-worker-1" });
     try {
-      let workers: { id: string; host: string; pid: number; queues: Record<string, number>; lastHeartbeatAt: string }[] = [];
+      let workers: {
+        id: string;
+        host: string;
+        pid: number;
+        queues: Record<string, number>;
+        lastHeartbeatAt: string;
+      }[] = [];
       for (let i = 0; i < 100 && workers.length === 0; i++) {
         workers = (await callJson(h.handler, "/api/workers")).body.workers;
         if (workers.length === 0) await new Promise((r) => setTimeout(r, 10));

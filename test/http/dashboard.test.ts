@@ -1,14 +1,18 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { request as httpRequest, createServer, type Server } from "node:http";
+import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { toNodeHandler } from "../../src/http/node.js";
 import { escapeHtml } from "../../src/http/dashboard.js";
-import { ORIGIN, call, harness, login, type Harness } from "./helpers.js";
+import { toNodeHandler } from "../../src/http/node.js";
+import { call, type Harness, harness, login, ORIGIN } from "./helpers.js";
 
 /** A raw HTTP request: the path goes on the wire exactly as given (no URL normalization by the client). */
-function raw(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function raw(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: "127.0.0.1", port, path, method: "GET", headers }, (res) => {
       let body = "";
@@ -85,10 +89,19 @@ describe("dashboard", () => {
     assert.match(js.headers.get("content-type") ?? "", /text\/javascript/);
     const etag = js.headers.get("etag");
     assert.ok(etag);
-    const again = await call(h.handler, "/assets/app.js", { bearer: null, headers: { "if-none-match": etag } });
+    const again = await call(h.handler, "/assets/app.js", {
+      bearer: null,
+      headers: { "if-none-match": etag },
+    });
     assert.equal(again.status, 304);
-    assert.match((await call(h.handler, "/assets/style.css", { bearer: null })).headers.get("content-type") ?? "", /text\/css/);
-    assert.match((await call(h.handler, "/assets/favicon.svg", { bearer: null })).headers.get("content-type") ?? "", /image\/svg/);
+    assert.match(
+      (await call(h.handler, "/assets/style.css", { bearer: null })).headers.get("content-type") ?? "",
+      /text\/css/,
+    );
+    assert.match(
+      (await call(h.handler, "/assets/favicon.svg", { bearer: null })).headers.get("content-type") ?? "",
+      /image\/svg/,
+    );
     for (const name of ["index.html", "app.ts", "APP.JS", "app.js.map", "style.css~", ".env"]) {
       const response = await call(h.handler, `/assets/${name}`, { bearer: null });
       assert.ok([400, 404].includes(response.status), `${name}: ${response.status}`);
@@ -150,7 +163,15 @@ describe("dashboard", () => {
   test("the app renders data with textContent only (no innerHTML, no eval)", () => {
     const source = readFileSync(new URL("../../src/http/static/app.js", import.meta.url), "utf8");
     const code = source.replace(/^\s*\/\/.*$/gm, "");
-    for (const sink of ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setAttribute(\"style\""]) {
+    for (const sink of [
+      "innerHTML",
+      "outerHTML",
+      "insertAdjacentHTML",
+      "document.write",
+      "eval(",
+      "new Function",
+      'setAttribute("style"',
+    ]) {
       assert.ok(!code.includes(sink), `app.js uses ${sink}`);
     }
   });

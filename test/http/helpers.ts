@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { type Errand, PermanentError, defineJob, openErrand, silentLogger } from "../../src/index.js";
-import { type FetchHandler, type HttpOptions, createFetchHandler } from "../../src/http/app.js";
+import { createFetchHandler, type FetchHandler, type HttpOptions } from "../../src/http/app.js";
+import { defineJob, type Errand, openErrand, PermanentError, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import type { Store } from "../../src/store/types.js";
 
@@ -18,7 +18,9 @@ export const ORIGIN = "http://errand.test";
 // Tests decide the token themselves; a developer's environment must not leak in.
 delete process.env.ERRAND_DASHBOARD_TOKEN;
 
-const step = z.object({ fail: z.boolean().optional(), html: z.string().optional(), n: z.number().optional() }).passthrough();
+const step = z
+  .object({ fail: z.boolean().optional(), html: z.string().optional(), n: z.number().optional() })
+  .passthrough();
 
 /** Fails for good when the payload says `fail: true`, completes otherwise. */
 export const sendEmail = defineJob({
@@ -52,7 +54,10 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
-export async function harness(options: HttpOptions = { dashboardToken: TOKEN }, store?: Store): Promise<Harness> {
+export async function harness(
+  options: HttpOptions = { dashboardToken: TOKEN },
+  store?: Store,
+): Promise<Harness> {
   const url = process.env.ERRAND_HTTP_TEST_URL ?? "memory:";
   let dir: string | null = null;
   let target = url;
@@ -75,16 +80,25 @@ export async function harness(options: HttpOptions = { dashboardToken: TOKEN }, 
   };
 }
 
-export function call(handler: FetchHandler, path: string, init: RequestInit & { bearer?: string | null } = {}) {
+export function call(
+  handler: FetchHandler,
+  path: string,
+  init: RequestInit & { bearer?: string | null } = {},
+) {
   const { bearer = TOKEN, ...rest } = init;
   const headers = new Headers(rest.headers);
   if (bearer !== null && !headers.has("authorization")) headers.set("authorization", `Bearer ${bearer}`);
   return handler(new Request(`${ORIGIN}${path}`, { ...rest, headers }));
 }
 
-export async function callJson(handler: FetchHandler, path: string, init: RequestInit & { bearer?: string | null } = {}) {
+export async function callJson(
+  handler: FetchHandler,
+  path: string,
+  init: RequestInit & { bearer?: string | null } = {},
+) {
   const response = await call(handler, path, init);
   const text = await response.text();
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
   let body: any = null;
   try {
     body = JSON.parse(text);
@@ -95,7 +109,11 @@ export async function callJson(handler: FetchHandler, path: string, init: Reques
 }
 
 export function postJson(body: unknown, headers: Record<string, string> = {}): RequestInit {
-  return { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) };
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  };
 }
 
 /** Logs in through the form and returns the Cookie header value. */
@@ -103,7 +121,11 @@ export async function login(handler: FetchHandler, prefix = "", token = TOKEN): 
   const response = await handler(
     new Request(`${ORIGIN}${prefix}/login`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, "sec-fetch-site": "same-origin" },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: ORIGIN,
+        "sec-fetch-site": "same-origin",
+      },
       body: new URLSearchParams({ token }).toString(),
     }),
   );
@@ -113,7 +135,11 @@ export async function login(handler: FetchHandler, prefix = "", token = TOKEN): 
 }
 
 /** Runs a worker until `count` jobs finished (completed or failed), then stops it. */
-export async function runJobs(errand: Errand, count: number, queues: string[] = ["emails", "reports"]): Promise<void> {
+export async function runJobs(
+  errand: Errand,
+  count: number,
+  queues: string[] = ["emails", "reports"],
+): Promise<void> {
   if (count === 0) return;
   let seen = 0;
   const done = new Promise<void>((resolve) => {
@@ -133,7 +159,12 @@ export async function runJobs(errand: Errand, count: number, queues: string[] = 
 }
 
 /** Enqueues `ok` good and `bad` failing email jobs and runs them. */
-export async function seed(errand: Errand, ok: number, bad: number, job: typeof sendEmail | typeof buildReport = sendEmail): Promise<void> {
+export async function seed(
+  errand: Errand,
+  ok: number,
+  bad: number,
+  job: typeof sendEmail | typeof buildReport = sendEmail,
+): Promise<void> {
   const items = [
     ...Array.from({ length: ok }, (_, i) => ({ payload: { n: i } })),
     ...Array.from({ length: bad }, (_, i) => ({ payload: { n: ok + i, fail: true } })),

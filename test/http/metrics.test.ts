@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { register as globalRegistry } from "prom-client";
 import { z } from "zod";
-import { defineJob, MemoryStore, openErrand, silentLogger } from "../../src/index.js";
 import { createFetchHandler } from "../../src/http/app.js";
-import { TOKEN, call, defs, harness, runJobs, seed, sendEmail, type Harness } from "./helpers.js";
+import { defineJob, MemoryStore, openErrand, silentLogger } from "../../src/index.js";
+import { call, defs, type Harness, harness, runJobs, seed, sendEmail, TOKEN } from "./helpers.js";
 
 interface Sample {
   name: string;
@@ -59,7 +59,14 @@ function parsePrometheus(text: string): Map<string, Family> {
       labels[m[1]] = m[2].replace(/\\(["\\n])/g, (_, c) => (c === "n" ? "\n" : c));
       pos = labelRe.lastIndex;
     }
-    const value = valueText === "+Inf" ? Infinity : valueText === "-Inf" ? -Infinity : valueText === "NaN" ? NaN : Number(valueText);
+    const value =
+      valueText === "+Inf"
+        ? Infinity
+        : valueText === "-Inf"
+          ? -Infinity
+          : valueText === "NaN"
+            ? NaN
+            : Number(valueText);
     assert.ok(valueText === "NaN" || !Number.isNaN(value), `bad value: ${where}`);
     const base = families.has(name) ? name : name.replace(/_(bucket|sum|count|total)$/, "");
     const family = families.get(base) ?? families.get(name);
@@ -73,10 +80,16 @@ function parsePrometheus(text: string): Map<string, Family> {
   return families;
 }
 
-function value(families: Map<string, Family>, family: string, labels: Record<string, string>, name = family): number | undefined {
+function value(
+  families: Map<string, Family>,
+  family: string,
+  labels: Record<string, string>,
+  name = family,
+): number | undefined {
   const f = families.get(family);
   assert.ok(f, `no family ${family}`);
-  return f.samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+  return f.samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    ?.value;
 }
 
 async function scrape(handler: (r: Request) => Promise<Response>, bearer: string | null = TOKEN) {
@@ -91,7 +104,11 @@ describe("GET /metrics", () => {
   before(async () => {
     h = await harness();
     await seed(h.errand, 6, 4);
-    await h.errand.enqueueMany(sendEmail, [{ payload: { n: 1 } }, { payload: { n: 2 } }, { payload: { n: 3 }, delay: "1h" }]);
+    await h.errand.enqueueMany(sendEmail, [
+      { payload: { n: 1 } },
+      { payload: { n: 2 } },
+      { payload: { n: 3 }, delay: "1h" },
+    ]);
   });
   after(() => h.cleanup());
 
@@ -101,7 +118,11 @@ describe("GET /metrics", () => {
     const stats = await h.errand.stats();
     for (const s of stats) {
       for (const state of ["pending", "delayed", "running", "completed", "failed", "cancelled"] as const) {
-        assert.equal(value(families, "errand_jobs", { queue: s.queue, state }), s[state], `${s.queue} ${state}`);
+        assert.equal(
+          value(families, "errand_jobs", { queue: s.queue, state }),
+          s[state],
+          `${s.queue} ${state}`,
+        );
       }
       assert.equal(value(families, "errand_dlq_depth", { queue: s.queue }), s.failed);
       const age = value(families, "errand_oldest_pending_age_seconds", { queue: s.queue }) ?? -1;
@@ -124,9 +145,12 @@ describe("GET /metrics", () => {
     for (const histogram of ["errand_job_run_seconds", "errand_job_wait_seconds"]) {
       assert.equal(families.get(histogram)?.type, "histogram");
       assert.equal(value(families, histogram, labels, `${histogram}_count`), 10, histogram);
-      const buckets = families.get(histogram)!.samples.filter((s) => s.name === `${histogram}_bucket` && s.labels.queue === "emails");
+      const buckets = families
+        .get(histogram)!
+        .samples.filter((s) => s.name === `${histogram}_bucket` && s.labels.queue === "emails");
       assert.ok(buckets.length > 5);
-      for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i].value >= buckets[i - 1].value, "cumulative buckets");
+      for (let i = 1; i < buckets.length; i++)
+        assert.ok(buckets[i].value >= buckets[i - 1].value, "cumulative buckets");
       assert.equal(buckets.at(-1)?.labels.le, "+Inf");
       assert.equal(buckets.at(-1)?.value, 10);
       assert.ok((value(families, histogram, labels, `${histogram}_sum`) ?? -1) >= 0);
@@ -150,7 +174,10 @@ describe("GET /metrics", () => {
     const families = await scrape(h.handler);
     assert.equal(value(families, "errand_jobs_retried_total", { queue: "flaky", name: "flaky" }), 1);
     assert.equal(value(families, "errand_jobs_failed_total", { queue: "flaky", name: "flaky" }), 1);
-    assert.equal(value(families, "errand_job_run_seconds", { queue: "flaky" }, "errand_job_run_seconds_count"), 2);
+    assert.equal(
+      value(families, "errand_job_run_seconds", { queue: "flaky" }, "errand_job_run_seconds_count"),
+      2,
+    );
   });
 
   test("errand's metrics stay off prom-client's global registry", async () => {
@@ -164,7 +191,11 @@ describe("GET /metrics", () => {
     assert.equal((await call(h.handler, "/metrics", { method: "POST" })).status, 405);
     const open = createFetchHandler(h.errand, { metricsPublic: true });
     await scrape(open, null);
-    assert.equal((await call(open, "/api/stats", { bearer: null })).status, 503, "metricsPublic opens /metrics only");
+    assert.equal(
+      (await call(open, "/api/stats", { bearer: null })).status,
+      503,
+      "metricsPublic opens /metrics only",
+    );
   });
 });
 

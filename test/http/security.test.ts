@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
-  SESSION_TTL_MS,
   assertServeSafety,
   createSession,
   isLoopbackHost,
   isSameOrigin,
+  SESSION_TTL_MS,
   safeEqual,
   verifySession,
 } from "../../src/http/security.js";
@@ -22,7 +22,15 @@ describe("assertServeSafety", () => {
     const saved = process.env.ERRAND_DASHBOARD_TOKEN;
     delete process.env.ERRAND_DASHBOARD_TOKEN;
     try {
-      for (const host of ["0.0.0.0", "::", "", "192.168.1.10", "example.com", "localhost.evil.com", "127.0.0.1.nip.io"]) {
+      for (const host of [
+        "0.0.0.0",
+        "::",
+        "",
+        "192.168.1.10",
+        "example.com",
+        "localhost.evil.com",
+        "127.0.0.1.nip.io",
+      ]) {
         assert.throws(
           () => assertServeSafety({ host, dashboardToken: undefined }),
           /refusing to serve .* without a dashboard token: set ERRAND_DASHBOARD_TOKEN/,
@@ -55,13 +63,17 @@ describe("secrets and sessions", () => {
     assert.ok(!verifySession("token-b", session, now + 1000), "a rotated token invalidates sessions");
     assert.ok(!verifySession("token-a", session, now + SESSION_TTL_MS + 1), "expired");
     const [expires, mac] = session.split(".");
-    assert.ok(!verifySession("token-a", `${Number(expires) + 3_600_000}.${mac}`, now), "the expiry is signed");
+    assert.ok(
+      !verifySession("token-a", `${Number(expires) + 3_600_000}.${mac}`, now),
+      "the expiry is signed",
+    );
     assert.ok(!verifySession("token-a", "garbage", now));
     assert.ok(!verifySession("token-a", "", now));
   });
 
   test("same-origin rules", () => {
-    const req = (headers: Record<string, string>) => new Request("http://errand.test/api/x", { method: "POST", headers });
+    const req = (headers: Record<string, string>) =>
+      new Request("http://errand.test/api/x", { method: "POST", headers });
     assert.ok(isSameOrigin(req({ "sec-fetch-site": "same-origin" }), true));
     assert.ok(!isSameOrigin(req({ "sec-fetch-site": "same-site" }), true));
     assert.ok(!isSameOrigin(req({ "sec-fetch-site": "cross-site" }), true));

@@ -21,7 +21,8 @@ function h(tag, props = {}, ...children) {
 const SVG_NS = "http://www.w3.org/2000/svg";
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  for (const [k, v] of Object.entries(attrs))
+    if (v !== undefined && v !== null) el.setAttribute(k, String(v));
   append(el, children);
   return el;
 }
@@ -126,7 +127,11 @@ class ApiError extends Error {
 }
 
 async function api(path, options = {}) {
-  const init = { method: options.method || "GET", headers: { accept: "application/json" }, credentials: "same-origin" };
+  const init = {
+    method: options.method || "GET",
+    headers: { accept: "application/json" },
+    credentials: "same-origin",
+  };
   if (options.body !== undefined) {
     init.headers["content-type"] = "application/json";
     init.body = JSON.stringify(options.body);
@@ -142,13 +147,14 @@ async function api(path, options = {}) {
   } catch {
     /* not JSON */
   }
-  if (!response.ok) throw new ApiError(response.status, (data && data.error) || `HTTP ${response.status}`);
+  if (!response.ok) throw new ApiError(response.status, data?.error || `HTTP ${response.status}`);
   return data;
 }
 
 function qs(params) {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  for (const [k, v] of Object.entries(params))
+    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
   const text = q.toString();
   return text ? `?${text}` : "";
 }
@@ -209,7 +215,7 @@ const VIEWS = [
 ];
 
 let main;
-let navLinks = {};
+const navLinks = {};
 let dlqCount;
 let timers = [];
 let generation = 0;
@@ -217,7 +223,11 @@ let generation = 0;
 function buildShell() {
   const nav = h("nav", { class: "nav", attrs: { "aria-label": "Sections" } });
   for (const view of VIEWS) {
-    const link = h("a", { href: `#/${view.path}`, text: view.label, data: { view: view.path || "overview" } });
+    const link = h("a", {
+      href: `#/${view.path}`,
+      text: view.label,
+      data: { view: view.path || "overview" },
+    });
     if (view.path === "dlq") {
       dlqCount = h("span", { class: "count hidden", data: { testid: "dlq-count" } });
       link.append(dlqCount);
@@ -233,7 +243,12 @@ function buildShell() {
   const bar = h(
     "header",
     { class: "topbar" },
-    h("a", { class: "brand", href: "#/" }, h("span", { class: "brand-mark", attrs: { "aria-hidden": "true" } }), "errand"),
+    h(
+      "a",
+      { class: "brand", href: "#/" },
+      h("span", { class: "brand-mark", attrs: { "aria-hidden": "true" } }),
+      "errand",
+    ),
     nav,
     logout,
   );
@@ -376,16 +391,35 @@ async function renderOverview(_params, isCurrent) {
 function summaryTiles(stats, workers) {
   const t = stats.total;
   const tile = (label, value, sub, cls = "") =>
-    h("div", { class: `tile ${cls}` }, h("div", { class: "label", text: label }), h("div", { class: "value", text: value }), h("div", { class: "sub", text: sub }));
+    h(
+      "div",
+      { class: `tile ${cls}` },
+      h("div", { class: "label", text: label }),
+      h("div", { class: "value", text: value }),
+      h("div", { class: "sub", text: sub }),
+    );
   return h(
     "div",
     { class: "tiles" },
     tile("Pending", fmtNumber(t.pending), `${fmtNumber(t.delayed)} delayed`),
-    tile("Running", fmtNumber(t.running), `${workers.workers.length} live worker${workers.workers.length === 1 ? "" : "s"}`),
+    tile(
+      "Running",
+      fmtNumber(t.running),
+      `${workers.workers.length} live worker${workers.workers.length === 1 ? "" : "s"}`,
+    ),
     tile("Completed · 1h", fmtNumber(t.completedLastHour), `${fmtNumber(t.completedLastDay)} in 24h`, "good"),
-    tile("Failed · 1h", fmtNumber(t.failedLastHour), `${fmtNumber(t.failedLastDay)} in 24h`, t.failedLastHour > 0 ? "bad" : ""),
+    tile(
+      "Failed · 1h",
+      fmtNumber(t.failedLastHour),
+      `${fmtNumber(t.failedLastDay)} in 24h`,
+      t.failedLastHour > 0 ? "bad" : "",
+    ),
     tile("Dead letters", fmtNumber(stats.dlq), "failed jobs kept", stats.dlq > 0 ? "bad" : ""),
-    tile("Oldest pending", t.oldestPendingMs === null ? "—" : fmtDuration(t.oldestPendingMs), "wait of the oldest due job"),
+    tile(
+      "Oldest pending",
+      t.oldestPendingMs === null ? "—" : fmtDuration(t.oldestPendingMs),
+      "wait of the oldest due job",
+    ),
   );
 }
 
@@ -421,7 +455,12 @@ function barChart(data, field) {
   const plotW = W - left - right;
   const plotH = H - top - bottom;
   const max = niceMax(Math.max(...data.values, 0));
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${field} per ${fmtDuration(data.bucketMs)}` });
+  const svg = s("svg", {
+    class: "chart",
+    viewBox: `0 0 ${W} ${H}`,
+    role: "img",
+    "aria-label": `${field} per ${fmtDuration(data.bucketMs)}`,
+  });
   for (let i = 0; i <= 2; i++) {
     const y = top + (plotH * i) / 2;
     svg.append(s("line", { class: "grid", x1: left, x2: W - right, y1: y, y2: y }));
@@ -436,7 +475,14 @@ function barChart(data, field) {
     if (v <= 0) return;
     const bh = Math.max(1.5, (v / max) * plotH);
     const x = left + i * slot + (slot - barW) / 2;
-    const rect = s("rect", { class: `bar-${field}`, x: x.toFixed(1), y: (top + plotH - bh).toFixed(1), width: barW.toFixed(1), height: bh.toFixed(1), rx: 1 });
+    const rect = s("rect", {
+      class: `bar-${field}`,
+      x: x.toFixed(1),
+      y: (top + plotH - bh).toFixed(1),
+      width: barW.toFixed(1),
+      height: bh.toFixed(1),
+      rx: 1,
+    });
     const title = s("title");
     title.textContent = `${fmtClock(data.start + i * data.bucketMs)} · ${fmtNumber(v)} ${field}`;
     rect.append(title);
@@ -462,9 +508,18 @@ function chartPanel(title, field, throughput) {
   const legend = h(
     "div",
     { class: "chart-legend" },
-    h("span", {}, h("span", { class: `swatch ${field}` }), `${fmtNumber(total)} in the last ${chartRange === "1h" ? "hour" : "24 hours"} · bars of ${fmtDuration(throughput.bucketMs)}`),
+    h(
+      "span",
+      {},
+      h("span", { class: `swatch ${field}` }),
+      `${fmtNumber(total)} in the last ${chartRange === "1h" ? "hour" : "24 hours"} · bars of ${fmtDuration(throughput.bucketMs)}`,
+    ),
   );
-  return panel(title, h("div", { class: "panel-body", data: { chart: field } }, barChart(data, field)), legend);
+  return panel(
+    title,
+    h("div", { class: "panel-body", data: { chart: field } }, barChart(data, field)),
+    legend,
+  );
 }
 
 function sparkline(throughput, queue) {
@@ -474,7 +529,12 @@ function sparkline(throughput, queue) {
   const failed = series(throughput, "failed", queue).values;
   const max = Math.max(1, ...done, ...failed);
   const points = (values) =>
-    values.map((v, i) => `${((i / Math.max(1, values.length - 1)) * (W - 2) + 1).toFixed(1)},${(H - 2 - (v / max) * (H - 4)).toFixed(1)}`).join(" ");
+    values
+      .map(
+        (v, i) =>
+          `${((i / Math.max(1, values.length - 1)) * (W - 2) + 1).toFixed(1)},${(H - 2 - (v / max) * (H - 4)).toFixed(1)}`,
+      )
+      .join(" ");
   return s(
     "svg",
     { class: "sparkline", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "aria-hidden": "true" },
@@ -485,7 +545,11 @@ function sparkline(throughput, queue) {
 
 function queuesPanel(stats, throughput) {
   const cell = (value, col, cls = "") =>
-    h("td", { class: `num ${value === 0 ? "zero" : cls}`, text: typeof value === "number" ? fmtNumber(value) : value, data: { col } });
+    h("td", {
+      class: `num ${value === 0 ? "zero" : cls}`,
+      text: typeof value === "number" ? fmtNumber(value) : value,
+      data: { col },
+    });
   const rows = stats.queues.map((q) =>
     h(
       "tr",
@@ -540,7 +604,14 @@ function pager(params, nextCursor, path) {
       "div",
       { class: "actions" },
       cursor ? h("a", { class: "btn btn-sm", href: `#/${path}${qs(base)}`, text: "« Newest" }) : null,
-      nextCursor ? h("a", { class: "btn btn-sm", href: `#/${path}${qs({ ...base, cursor: nextCursor })}`, text: "Older »", data: { testid: "next-page" } }) : null,
+      nextCursor
+        ? h("a", {
+            class: "btn btn-sm",
+            href: `#/${path}${qs({ ...base, cursor: nextCursor })}`,
+            text: "Older »",
+            data: { testid: "next-page" },
+          })
+        : null,
     ),
   );
 }
@@ -574,15 +645,29 @@ async function renderJobs(params, isCurrent) {
   ]);
   if (!isCurrent()) return;
   const form = h("form", { class: "filters", attrs: { role: "search" } });
-  const nameInput = h("input", { type: "text", name: "name", id: "f-name", value: filters.name, placeholder: "any job" });
-  const searchInput = h("input", { type: "search", name: "search", id: "f-search", value: filters.search, placeholder: "id, key or payload text" });
+  const nameInput = h("input", {
+    type: "text",
+    name: "name",
+    id: "f-name",
+    value: filters.name,
+    placeholder: "any job",
+  });
+  const searchInput = h("input", {
+    type: "search",
+    name: "search",
+    id: "f-search",
+    value: filters.search,
+    placeholder: "id, key or payload text",
+  });
   append(form, [
     field("Queue", select("queue", queues, filters.queue, "All queues")),
     field("State", select("state", STATES, filters.state, "Any state")),
     field("Job", nameInput),
     field("Search", searchInput),
     h("button", { class: "btn btn-primary", type: "submit", text: "Filter" }),
-    Object.values(filters).some(Boolean) ? h("a", { class: "btn-link", href: "#/jobs", text: "Clear" }) : null,
+    Object.values(filters).some(Boolean)
+      ? h("a", { class: "btn-link", href: "#/jobs", text: "Clear" })
+      : null,
   ]);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -594,14 +679,22 @@ async function renderJobs(params, isCurrent) {
     h(
       "tr",
       { data: { id: job.id } },
-      h("td", { class: "mono" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
+      h(
+        "td",
+        { class: "mono" },
+        h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` }),
+      ),
       h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
       h("td", { text: job.queue }),
       h("td", {}, badge(job.state)),
       h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
       h("td", { class: "mono muted", text: job.key ? truncate(job.key, 28) : "" }),
       h("td", {}, whenEl(job)),
-      h("td", { class: "error-cell", text: job.state === "completed" ? "" : truncate(job.lastError, 80), title: job.lastError || "" }),
+      h("td", {
+        class: "error-cell",
+        text: job.state === "completed" ? "" : truncate(job.lastError, 80),
+        title: job.lastError || "",
+      }),
     ),
   );
   const columns = [
@@ -616,7 +709,13 @@ async function renderJobs(params, isCurrent) {
   ];
   main.append(
     pageHead("Jobs", h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() })),
-    h("section", { class: "panel" }, form, table(columns, rows, "No jobs match these filters."), pager(params, page.nextCursor, "jobs")),
+    h(
+      "section",
+      { class: "panel" },
+      form,
+      table(columns, rows, "No jobs match these filters."),
+      pager(params, page.nextCursor, "jobs"),
+    ),
   );
 }
 
@@ -635,7 +734,10 @@ async function jobAction(job, action) {
   if (action === "cancel") {
     const ok = await confirmDialog({
       title: `Cancel job #${job.id}?`,
-      message: job.state === "running" ? "The running handler is told to stop at its next heartbeat." : "It will not run.",
+      message:
+        job.state === "running"
+          ? "The running handler is told to stop at its next heartbeat."
+          : "It will not run.",
       confirmLabel: "Cancel job",
       danger: true,
     });
@@ -643,7 +745,13 @@ async function jobAction(job, action) {
   }
   try {
     await api(`/jobs/${encodeURIComponent(job.id)}/${action}`, { method: "POST" });
-    toast(action === "retry" ? `Job #${job.id} queued for retry` : action === "cancel" ? `Job #${job.id} cancelled` : `Job #${job.id} discarded`);
+    toast(
+      action === "retry"
+        ? `Job #${job.id} queued for retry`
+        : action === "cancel"
+          ? `Job #${job.id} cancelled`
+          : `Job #${job.id} discarded`,
+    );
     return true;
   } catch (err) {
     toast(err.message, "error");
@@ -666,7 +774,12 @@ function whenEl(job) {
       : job.state === "running"
         ? ["started", job.startedAt]
         : [job.state, job.finishedAt];
-  return h("span", { title: iso ? fmtTime(iso) : "" }, h("span", { class: "muted", text: `${label} ` }), fmtRelative(iso));
+  return h(
+    "span",
+    { title: iso ? fmtTime(iso) : "" },
+    h("span", { class: "muted", text: `${label} ` }),
+    fmtRelative(iso),
+  );
 }
 
 function detail(k, v) {
@@ -681,7 +794,10 @@ async function renderJob(id, isCurrent) {
   if (!isCurrent()) return;
   clear(main);
   if (!job) {
-    main.append(h("div", { class: "breadcrumb" }, h("a", { href: "#/jobs", text: "Jobs" })), h("div", { class: "empty", text: `No job #${id}: it was discarded, pruned, or never existed.` }));
+    main.append(
+      h("div", { class: "breadcrumb" }, h("a", { href: "#/jobs", text: "Jobs" })),
+      h("div", { class: "empty", text: `No job #${id}: it was discarded, pruned, or never existed.` }),
+    );
     return;
   }
   const actions = [];
@@ -702,7 +818,18 @@ async function renderJob(id, isCurrent) {
   if (job.state === "pending" || job.state === "running") actions.push(act("Cancel", "cancel", "btn-danger"));
   if (job.state === "failed") actions.push(act("Discard", "discard", "btn-danger"));
 
-  const title = h("div", {}, h("div", { class: "breadcrumb" }, h("a", { href: "#/jobs", text: "Jobs" }), " / ", h("a", { href: `#/jobs${qs({ queue: job.queue })}`, text: job.queue })), h("div", { class: "title" }, h("h1", { text: `#${job.id} · ${job.name}` }), badge(job.state, "large")));
+  const title = h(
+    "div",
+    {},
+    h(
+      "div",
+      { class: "breadcrumb" },
+      h("a", { href: "#/jobs", text: "Jobs" }),
+      " / ",
+      h("a", { href: `#/jobs${qs({ queue: job.queue })}`, text: job.queue }),
+    ),
+    h("div", { class: "title" }, h("h1", { text: `#${job.id} · ${job.name}` }), badge(job.state, "large")),
+  );
   main.append(pageHead(title, actions));
 
   const details = h(
@@ -724,21 +851,59 @@ async function renderJob(id, isCurrent) {
 
   if (job.progress) {
     const pct = Math.round(job.progress.fraction * 100);
-    const bar = h("div", { class: "progress", attrs: { role: "progressbar", "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 } }, h("div", {}));
+    const bar = h(
+      "div",
+      {
+        class: "progress",
+        attrs: { role: "progressbar", "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 },
+      },
+      h("div", {}),
+    );
     bar.firstChild.style.width = `${pct}%`;
-    main.append(panel("Progress", h("div", { class: "panel-body" }, h("div", { class: "progress-row" }, bar, h("strong", { text: `${pct}%` })), job.progress.message ? h("p", { class: "muted", text: job.progress.message }) : null)));
+    main.append(
+      panel(
+        "Progress",
+        h(
+          "div",
+          { class: "panel-body" },
+          h("div", { class: "progress-row" }, bar, h("strong", { text: `${pct}%` })),
+          job.progress.message ? h("p", { class: "muted", text: job.progress.message }) : null,
+        ),
+      ),
+    );
   }
 
   if (job.lastError && job.state !== "completed") {
-    main.append(h("div", { class: `notice ${job.state === "failed" ? "error" : ""}`, text: `Last error: ${job.lastError}` }));
+    main.append(
+      h("div", {
+        class: `notice ${job.state === "failed" ? "error" : ""}`,
+        text: `Last error: ${job.lastError}`,
+      }),
+    );
   }
 
   main.append(
     h(
       "div",
       { class: "grid-2" },
-      panel("Payload", h("div", { class: "panel-body" }, h("pre", { class: "code", data: { testid: "payload" }, text: prettyJson(job.payload) }))),
-      panel("Result", h("div", { class: "panel-body" }, job.state === "completed" ? h("pre", { class: "code", data: { testid: "result" }, text: prettyJson(job.result) }) : h("p", { class: "muted", text: NO_RESULT[job.state] || "No result." }))),
+      panel(
+        "Payload",
+        h(
+          "div",
+          { class: "panel-body" },
+          h("pre", { class: "code", data: { testid: "payload" }, text: prettyJson(job.payload) }),
+        ),
+      ),
+      panel(
+        "Result",
+        h(
+          "div",
+          { class: "panel-body" },
+          job.state === "completed"
+            ? h("pre", { class: "code", data: { testid: "result" }, text: prettyJson(job.result) })
+            : h("p", { class: "muted", text: NO_RESULT[job.state] || "No result." }),
+        ),
+      ),
     ),
   );
   main.append(panel(`Attempts (${job.attempts.length})`, h("div", { class: "panel-body" }, timeline(job))));
@@ -747,35 +912,65 @@ async function renderJob(id, isCurrent) {
     const seen = JSON.stringify([job.state, job.attempt, job.progress, job.attempts.length]);
     every(2000, async () => {
       const fresh = await api(`/jobs/${encodeURIComponent(id)}`).catch(() => null);
-      if (fresh && isCurrent() && JSON.stringify([fresh.state, fresh.attempt, fresh.progress, fresh.attempts.length]) !== seen) route();
+      if (
+        fresh &&
+        isCurrent() &&
+        JSON.stringify([fresh.state, fresh.attempt, fresh.progress, fresh.attempts.length]) !== seen
+      )
+        route();
     });
   }
 }
 
 function timeline(job) {
   if (job.attempts.length === 0) {
-    return h("p", { class: "muted", text: job.state === "running" ? "The first attempt is running." : "Not run yet." });
+    return h("p", {
+      class: "muted",
+      text: job.state === "running" ? "The first attempt is running." : "Not run yet.",
+    });
   }
   const list = h("ol", { class: "timeline", data: { testid: "attempts" } });
   for (const a of [...job.attempts].reverse()) {
     const took = new Date(a.finishedAt).getTime() - new Date(a.startedAt).getTime();
     const meta = [`started ${fmtTime(a.startedAt)}`, `took ${fmtDuration(took)}`];
     if (a.worker) meta.push(`on ${a.worker}`);
-    if (a.retryAt) meta.push(`${a.outcome === "snoozed" ? "snoozed" : "retry"} at ${fmtTime(a.retryAt).slice(11)}`);
+    if (a.retryAt)
+      meta.push(`${a.outcome === "snoozed" ? "snoozed" : "retry"} at ${fmtTime(a.retryAt).slice(11)}`);
     list.append(
       h(
         "li",
         { data: { attempt: a.attempt, outcome: a.outcome } },
         h("span", { class: `marker ${a.outcome}` }),
-        h("div", { class: "head" }, h("strong", { text: `Attempt ${a.attempt}` }), badge(a.outcome), a.kind ? h("span", { class: "muted", text: `error kind: ${a.kind}` }) : null),
+        h(
+          "div",
+          { class: "head" },
+          h("strong", { text: `Attempt ${a.attempt}` }),
+          badge(a.outcome),
+          a.kind ? h("span", { class: "muted", text: `error kind: ${a.kind}` }) : null,
+        ),
         h("div", { class: "meta", text: meta.join(" · ") }),
         a.error ? h("div", { class: "error", text: a.error }) : null,
-        a.stack ? h("details", { class: "stack" }, h("summary", { text: "Stack trace" }), h("pre", { class: "code", text: a.stack })) : null,
+        a.stack
+          ? h(
+              "details",
+              { class: "stack" },
+              h("summary", { text: "Stack trace" }),
+              h("pre", { class: "code", text: a.stack }),
+            )
+          : null,
       ),
     );
   }
   if (job.state === "running") {
-    list.prepend(h("li", {}, h("span", { class: "marker" }), h("div", { class: "head" }, h("strong", { text: `Attempt ${job.attempt}` }), badge("running")), h("div", { class: "meta", text: `started ${fmtTime(job.startedAt)} on ${job.lockedBy || "?"}` })));
+    list.prepend(
+      h(
+        "li",
+        {},
+        h("span", { class: "marker" }),
+        h("div", { class: "head" }, h("strong", { text: `Attempt ${job.attempt}` }), badge("running")),
+        h("div", { class: "meta", text: `started ${fmtTime(job.startedAt)} on ${job.lockedBy || "?"}` }),
+      ),
+    );
   }
   return list;
 }
@@ -791,8 +986,20 @@ async function renderDlq(params, isCurrent) {
   if (!isCurrent()) return;
   const selected = new Set();
   const countLabel = h("span", { class: "muted", text: "" });
-  const retrySel = h("button", { class: "btn btn-sm", type: "button", text: "Retry selected", disabled: true, data: { bulk: "retry" } });
-  const discardSel = h("button", { class: "btn btn-sm btn-danger", type: "button", text: "Discard selected", disabled: true, data: { bulk: "discard" } });
+  const retrySel = h("button", {
+    class: "btn btn-sm",
+    type: "button",
+    text: "Retry selected",
+    disabled: true,
+    data: { bulk: "retry" },
+  });
+  const discardSel = h("button", {
+    class: "btn btn-sm btn-danger",
+    type: "button",
+    text: "Discard selected",
+    disabled: true,
+    data: { bulk: "discard" },
+  });
   const update = () => {
     countLabel.textContent = selected.size ? `${selected.size} selected` : "";
     retrySel.disabled = discardSel.disabled = selected.size === 0;
@@ -802,7 +1009,10 @@ async function renderDlq(params, isCurrent) {
   const bulk = async (action, body, what) => {
     const ok = await confirmDialog({
       title: `${action === "retry" ? "Retry" : "Discard"} ${what}?`,
-      message: action === "retry" ? "They go back to pending with a fresh attempt budget; their history is kept." : "They are deleted with their history. This cannot be undone.",
+      message:
+        action === "retry"
+          ? "They go back to pending with a fresh attempt budget; their history is kept."
+          : "They are deleted with their history. This cannot be undone.",
       confirmLabel: action === "retry" ? "Retry" : "Discard",
       danger: action === "discard",
     });
@@ -816,8 +1026,12 @@ async function renderDlq(params, isCurrent) {
       toast(err.message, "error");
     }
   };
-  retrySel.addEventListener("click", () => bulk("retry", { ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`));
-  discardSel.addEventListener("click", () => bulk("discard", { ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`));
+  retrySel.addEventListener("click", () =>
+    bulk("retry", { ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`),
+  );
+  discardSel.addEventListener("click", () =>
+    bulk("discard", { ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`),
+  );
 
   const checkAll = h("input", { type: "checkbox", attrs: { "aria-label": "Select all on this page" } });
   const boxes = [];
@@ -831,7 +1045,11 @@ async function renderDlq(params, isCurrent) {
   });
 
   const rows = page.jobs.map((job) => {
-    const box = h("input", { type: "checkbox", value: job.id, attrs: { "aria-label": `Select job ${job.id}` } });
+    const box = h("input", {
+      type: "checkbox",
+      value: job.id,
+      attrs: { "aria-label": `Select job ${job.id}` },
+    });
     box.addEventListener("change", () => {
       if (box.checked) selected.add(job.id);
       else selected.delete(job.id);
@@ -852,13 +1070,26 @@ async function renderDlq(params, isCurrent) {
       "tr",
       { data: { id: job.id } },
       h("td", {}, box),
-      h("td", { class: "mono" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
+      h(
+        "td",
+        { class: "mono" },
+        h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` }),
+      ),
       h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
       h("td", { text: job.queue }),
       h("td", {}, timeEl(job.finishedAt)),
       h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
       h("td", { class: "error-cell", text: truncate(job.lastError, 90), title: job.lastError || "" }),
-      h("td", {}, h("div", { class: "row-actions" }, one("Retry", "retry", ""), one("Discard", "discard", "btn-danger"))),
+      h(
+        "td",
+        {},
+        h(
+          "div",
+          { class: "row-actions" },
+          one("Retry", "retry", ""),
+          one("Discard", "discard", "btn-danger"),
+        ),
+      ),
     );
   });
 
@@ -868,15 +1099,52 @@ async function renderDlq(params, isCurrent) {
   const all = { all: true, ...(queue ? { queue } : {}) };
   const head = pageHead(
     "Dead-letter queue",
-    h("button", { class: "btn", type: "button", text: "Retry all", disabled: page.jobs.length === 0, data: { bulk: "retry-all" }, onclick: () => bulk("retry", all, scope) }),
-    h("button", { class: "btn btn-danger", type: "button", text: "Discard all", disabled: page.jobs.length === 0, data: { bulk: "discard-all" }, onclick: () => bulk("discard", all, scope) }),
+    h("button", {
+      class: "btn",
+      type: "button",
+      text: "Retry all",
+      disabled: page.jobs.length === 0,
+      data: { bulk: "retry-all" },
+      onclick: () => bulk("retry", all, scope),
+    }),
+    h("button", {
+      class: "btn btn-danger",
+      type: "button",
+      text: "Discard all",
+      disabled: page.jobs.length === 0,
+      data: { bulk: "discard-all" },
+      onclick: () => bulk("discard", all, scope),
+    }),
   );
-  const bar = h("div", { class: "filters" }, field("Queue", queueSelect), h("div", { class: "bulkbar" }, retrySel, discardSel, countLabel));
-  const columns = [{ header: checkAll }, { label: "ID" }, { label: "Job" }, { label: "Queue" }, { label: "Failed" }, { label: "Attempts", num: true }, { label: "Error" }, { label: "" }];
+  const bar = h(
+    "div",
+    { class: "filters" },
+    field("Queue", queueSelect),
+    h("div", { class: "bulkbar" }, retrySel, discardSel, countLabel),
+  );
+  const columns = [
+    { header: checkAll },
+    { label: "ID" },
+    { label: "Job" },
+    { label: "Queue" },
+    { label: "Failed" },
+    { label: "Attempts", num: true },
+    { label: "Error" },
+    { label: "" },
+  ];
   main.append(
     head,
-    h("p", { class: "muted lede", text: "Jobs that failed for good, kept with their payload and every attempt. Retry them once the cause is fixed, or discard them." }),
-    h("section", { class: "panel" }, bar, table(columns, rows, "The dead-letter queue is empty."), pager(params, page.nextCursor, "dlq")),
+    h("p", {
+      class: "muted lede",
+      text: "Jobs that failed for good, kept with their payload and every attempt. Retry them once the cause is fixed, or discard them.",
+    }),
+    h(
+      "section",
+      { class: "panel" },
+      bar,
+      table(columns, rows, "The dead-letter queue is empty."),
+      pager(params, page.nextCursor, "dlq"),
+    ),
   );
 }
 
@@ -895,16 +1163,43 @@ async function renderSchedules(_params, isCurrent) {
       h("td", { text: sc.timezone || "UTC" }),
       h("td", {}, h("a", { href: `#/jobs${qs({ name: sc.jobName })}`, text: sc.jobName })),
       h("td", { text: sc.queue }),
-      h("td", { title: fmtTime(sc.nextRunAt) }, h("div", { text: fmtRelative(sc.nextRunAt, now) }), h("div", { class: "muted", text: fmtTime(sc.nextRunAt) })),
-      h("td", { title: sc.lastFiredAt ? fmtTime(sc.lastFiredAt) : "" }, h("div", { text: sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : "never" }), sc.lastSlot ? h("div", { class: "muted", text: `slot ${fmtTime(sc.lastSlot)}` }) : null),
+      h(
+        "td",
+        { title: fmtTime(sc.nextRunAt) },
+        h("div", { text: fmtRelative(sc.nextRunAt, now) }),
+        h("div", { class: "muted", text: fmtTime(sc.nextRunAt) }),
+      ),
+      h(
+        "td",
+        { title: sc.lastFiredAt ? fmtTime(sc.lastFiredAt) : "" },
+        h("div", { text: sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : "never" }),
+        sc.lastSlot ? h("div", { class: "muted", text: `slot ${fmtTime(sc.lastSlot)}` }) : null,
+      ),
       h("td", { text: sc.missed === "all" ? "fire all" : "latest only" }),
       h("td", {}, h("span", { class: "chip", text: sc.source })),
     ),
   );
-  const columns = [{ label: "Name" }, { label: "Cron" }, { label: "Time zone" }, { label: "Job" }, { label: "Queue" }, { label: "Next fire" }, { label: "Last fired" }, { label: "Missed slots" }, { label: "Source" }];
+  const columns = [
+    { label: "Name" },
+    { label: "Cron" },
+    { label: "Time zone" },
+    { label: "Job" },
+    { label: "Queue" },
+    { label: "Next fire" },
+    { label: "Last fired" },
+    { label: "Missed slots" },
+    { label: "Source" },
+  ];
   main.append(
-    pageHead("Schedules", h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() })),
-    h("section", { class: "panel" }, table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`.")),
+    pageHead(
+      "Schedules",
+      h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() }),
+    ),
+    h(
+      "section",
+      { class: "panel" },
+      table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`."),
+    ),
   );
 }
 
@@ -920,20 +1215,46 @@ async function renderWorkers(_params, isCurrent) {
       return h(
         "tr",
         { data: { worker: w.id } },
-        h("td", {}, h("span", { class: `dot ${age > 15_000 ? "stale" : ""}` }), h("span", { class: "mono", text: w.id })),
+        h(
+          "td",
+          {},
+          h("span", { class: `dot ${age > 15_000 ? "stale" : ""}` }),
+          h("span", { class: "mono", text: w.id }),
+        ),
         h("td", { text: w.host }),
         h("td", { class: "num", text: String(w.pid) }),
-        h("td", { class: "wrap" }, Object.entries(w.queues).map(([q, c]) => h("span", { class: "chip", text: `${q} × ${c}` }))),
+        h(
+          "td",
+          { class: "wrap" },
+          Object.entries(w.queues).map(([q, c]) => h("span", { class: "chip", text: `${q} × ${c}` })),
+        ),
         h("td", { class: "num", text: fmtNumber(w.running) }),
         h("td", { class: "num", text: fmtNumber(w.processed) }),
         h("td", {}, timeEl(w.startedAt)),
-        h("td", { class: age > 15_000 ? "warn" : "", text: fmtRelative(w.lastHeartbeatAt, now), title: fmtTime(w.lastHeartbeatAt) }),
+        h("td", {
+          class: age > 15_000 ? "warn" : "",
+          text: fmtRelative(w.lastHeartbeatAt, now),
+          title: fmtTime(w.lastHeartbeatAt),
+        }),
       );
     });
-    const columns = [{ label: "Worker" }, { label: "Host" }, { label: "PID", num: true }, { label: "Queues × concurrency" }, { label: "Running", num: true }, { label: "Processed", num: true }, { label: "Started" }, { label: "Last heartbeat" }];
+    const columns = [
+      { label: "Worker" },
+      { label: "Host" },
+      { label: "PID", num: true },
+      { label: "Queues × concurrency" },
+      { label: "Running", num: true },
+      { label: "Processed", num: true },
+      { label: "Started" },
+      { label: "Last heartbeat" },
+    ];
     clear(content);
     content.append(
-      h("section", { class: "panel" }, table(columns, rows, `No live workers (none heartbeat within ${fmtDuration(data.staleMs)}).`)),
+      h(
+        "section",
+        { class: "panel" },
+        table(columns, rows, `No live workers (none heartbeat within ${fmtDuration(data.staleMs)}).`),
+      ),
     );
   }
   await load();
