@@ -98,6 +98,8 @@ const PREPARED = new Set<QueryName>([
   "LEDGER_GET",
   "LEDGER_PUT",
   "HEARTBEAT_WORKER",
+  "COMPACT_COUNTS",
+  "STATS",
 ]);
 
 const OUTCOME_KINDS = new Set<OutcomeKind>([
@@ -210,6 +212,8 @@ export class PostgresStore implements Store {
         keepAlive: true,
         connectionTimeoutMillis: 10_000,
         idleTimeoutMillis: 30_000,
+        // JIT compiles "expensive" plans for tens of milliseconds; errand's statements are short.
+        options: "-c jit=off",
       });
     // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
     // pool; without a handler that would crash the process. The pool drops the client itself.
@@ -503,7 +507,13 @@ export class PostgresStore implements Store {
     return { jobs: page, nextCursor };
   }
 
+  /** Folds the counters' deltas (one process at a time; the others skip). */
+  private async compactCounts(): Promise<void> {
+    await this.run("COMPACT_COUNTS", [`errand.counts:${this.schema}`]);
+  }
+
   async stats(): Promise<QueueStats[]> {
+    await this.compactCounts();
     const { rows } = await this.run("STATS");
     const byQueue = new Map<string, QueueStats>();
     for (const r of rows) {
@@ -529,8 +539,9 @@ export class PostgresStore implements Store {
       const n = Number(r.n);
       switch (r.state) {
         case "pending":
-          s.pending = n;
+          // n counts every pending job; due ones are those not delayed.
           s.delayed = Number(r.delayed);
+          s.pending = n - s.delayed;
           s.oldestPendingMs = r.oldest_ms === null ? null : Math.max(0, Number(r.oldest_ms));
           break;
         case "running":
@@ -556,7 +567,10 @@ export class PostgresStore implements Store {
 
   async throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
     if (!(bucketMs > 0)) throw new ValidationError(`bucketMs must be a positive number; got ${bucketMs}`);
-    const { rows } = await this.run("THROUGHPUT", [sinceMs, bucketMs]);
+    // Whole-minute buckets within the counters' 25 hours come from the counters; others scan.
+    const fromCounters = bucketMs % 60_000 === 0 && sinceMs >= 0 && sinceMs <= 24 * 3_600_000;
+    if (fromCounters) await this.compactCounts();
+    const { rows } = await this.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [sinceMs, bucketMs]);
     const buckets = new Map<string, ThroughputBucket>();
     for (const r of rows) {
       const at = Number(r.at);
@@ -700,6 +714,8 @@ export class PostgresStore implements Store {
       }
       if (rows.length < RESCUE_BATCH) break;
     }
+    // Every worker runs the rescuer periodically: the counters' deltas stay few between stats() calls.
+    await this.compactCounts();
     return rescued;
   }
 
@@ -755,6 +771,7 @@ export class PostgresStore implements Store {
         if (n < PRUNE_BATCH) break;
       }
     }
+    await this.compactCounts();
     return pruned;
   }
 

@@ -89,9 +89,96 @@ CREATE INDEX jobs_pending_run_at_idx ON {{schema}}.jobs (queue, run_at) WHERE st
 CREATE INDEX jobs_lease_idx ON {{schema}}.jobs (locked_until) WHERE locked_until IS NOT NULL;
 -- Idempotency: one job per (queue, key), under any number of concurrent enqueuers.
 CREATE UNIQUE INDEX jobs_key_idx ON {{schema}}.jobs (queue, key) WHERE key IS NOT NULL;
--- Finished jobs by finish time: pruning, last-hour/day counts, throughput (index-only scans).
+-- Finished jobs by finish time: pruning, the partial minutes of stats windows, throughput scans.
 CREATE INDEX jobs_finished_idx ON {{schema}}.jobs (finished_at, queue, state)
   WHERE state IN ('completed', 'failed', 'cancelled');
+-- The dead-letter queue (and cancelled jobs), newest first: listing, retry, discard.
+CREATE INDEX jobs_dead_idx ON {{schema}}.jobs (state, id) INCLUDE (queue) WHERE state IN ('failed', 'cancelled');
+
+-- Counters for stats() and throughput(): exact, O(queues × buckets), whatever the table size.
+-- Counting 5M finished rows took 0.5-20 s (index-only scans, and worse while the visibility map
+-- lags); a dashboard polling that would keep a core busy.
+--
+-- Every statement that changes jobs appends its net change per (queue, state, bucket) to
+-- job_count_deltas from statement-level triggers with transition tables — so every path is
+-- counted, manual SQL included. Appending never takes a row lock another transaction could
+-- wait on (a caller's open transaction holding an enqueue blocks nobody). compact folds the
+-- deltas into job_counts (queries.ts COMPACT_COUNTS; rescuer, pruner and stats run it).
+--
+-- bucket: the minute (UTC) of run_at for pending jobs (what becomes due when), of finished_at
+-- for finished ones (last hour/day windows), -infinity for running ones. Buckets older than
+-- 25 hours are folded into -infinity by the compaction: no window reaches them.
+CREATE TABLE {{schema}}.job_counts (
+  queue  text        NOT NULL,
+  state  text        NOT NULL,
+  bucket timestamptz NOT NULL,
+  n      bigint      NOT NULL,
+  PRIMARY KEY (queue, state, bucket)
+);
+
+CREATE TABLE {{schema}}.job_count_deltas (
+  queue  text        NOT NULL,
+  state  text        NOT NULL,
+  bucket timestamptz NOT NULL,
+  n      bigint      NOT NULL
+);
+
+CREATE FUNCTION {{schema}}.job_bucket(state text, run_at timestamptz, finished_at timestamptz)
+RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN state = 'pending' THEN date_trunc('minute', run_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+    WHEN state = 'running' OR finished_at IS NULL THEN '-infinity'::timestamptz
+    ELSE date_trunc('minute', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+  END
+$$;
+
+CREATE FUNCTION {{schema}}.jobs_count_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO {{schema}}.job_count_deltas (queue, state, bucket, n)
+  SELECT queue, state, {{schema}}.job_bucket(state, run_at, finished_at), count(*)
+  FROM new_rows GROUP BY 1, 2, 3;
+  RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {{schema}}.jobs_count_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO {{schema}}.job_count_deltas (queue, state, bucket, n)
+  SELECT queue, state, bucket, sum(n) FROM (
+    SELECT queue, state, {{schema}}.job_bucket(state, run_at, finished_at) AS bucket, -1 AS n FROM old_rows
+    UNION ALL
+    SELECT queue, state, {{schema}}.job_bucket(state, run_at, finished_at), 1 FROM new_rows
+  ) d
+  GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
+  RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {{schema}}.jobs_count_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO {{schema}}.job_count_deltas (queue, state, bucket, n)
+  SELECT queue, state, {{schema}}.job_bucket(state, run_at, finished_at), -count(*)
+  FROM old_rows GROUP BY 1, 2, 3;
+  RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {{schema}}.jobs_count_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM {{schema}}.job_counts;
+  DELETE FROM {{schema}}.job_count_deltas;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_count_insert AFTER INSERT ON {{schema}}.jobs
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_count_insert();
+CREATE TRIGGER jobs_count_update AFTER UPDATE ON {{schema}}.jobs
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_count_update();
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON {{schema}}.jobs
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_count_delete();
+CREATE TRIGGER jobs_count_truncate AFTER TRUNCATE ON {{schema}}.jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_count_truncate();
 
 CREATE TABLE {{schema}}.ledger (
   key        text        PRIMARY KEY,
