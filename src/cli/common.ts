@@ -6,14 +6,17 @@
  * mismatch, job not found, unreadable jobs module, store error); 2 the command line itself is
  * wrong (unknown command or option, a malformed or out-of-range option value, an unknown job
  * name, queue or state, conflicting options).
+ *
+ * The library (errand, pino, the stores) is imported when a command runs, not at start-up, so
+ * `--help` and command-line errors answer quickly.
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { parseDuration } from "../duration.js";
-import { type Errand, openErrand } from "../errand.js";
+import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
 import { type AnyJobDefinition, JOB_STATES, type JobState } from "../job.js";
-import { createLogger, type Logger, silentLogger } from "../logger.js";
+import type { Logger } from "../logger.js";
 import { DEFAULT_URL, parseStoreUrl } from "../store/open.js";
 
 /** A user error: printed as one line without a stack trace, exit code 2 (usage) or 1. */
@@ -75,6 +78,10 @@ export async function openFromOptions(opts: GlobalOptions, options: OpenOptions 
       `no errand database at ${target.path}: pass --url (or set ERRAND_URL), or create it with \`errand migrate\``,
     );
   }
+  const [{ openErrand }, { silentLogger }] = await Promise.all([
+    import("../errand.js"),
+    import("../logger.js"),
+  ]);
   try {
     return await openErrand({
       url,
@@ -94,7 +101,8 @@ export function redact(url: string): string {
 }
 
 /** A logger for long-running commands: readable on a terminal, JSON lines otherwise (stderr). */
-export function cliLogger(): Logger {
+export async function cliLogger(): Promise<Logger> {
+  const { createLogger } = await import("../logger.js");
   return createLogger();
 }
 

@@ -13,9 +13,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { type JobEvent, openErrand } from "../errand.js";
+import type { JobEvent } from "../errand.js";
 import type { AnyJobDefinition, JobRecord } from "../job.js";
-import { createLogger, silentLogger } from "../logger.js";
 import { CliError, globals, redact } from "./common.js";
 import { type DemoEvent, makeDemoJobs } from "./demo-jobs.js";
 import { humanDuration, print, renderTable } from "./output.js";
@@ -75,6 +74,10 @@ export async function runDemo(url: string | undefined): Promise<number> {
   const { sendEmail, buildReport, jobs } = makeDemoJobs({ observe });
 
   const target = url ?? `sqlite:${join(mkdtempSync(join(tmpdir(), "errand-demo-")), "demo.db")}`;
+  const [{ openErrand }, { createLogger, silentLogger }] = await Promise.all([
+    import("../errand.js"),
+    import("../logger.js"),
+  ]);
   const level = process.env.ERRAND_LOG_LEVEL;
   // The cast: AnyJobDefinition (JobDefinition<never>) does not accept typed definitions yet.
   const errand = await openErrand({

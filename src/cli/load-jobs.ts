@@ -49,11 +49,12 @@ function registerTsx(modulePath: string): Promise<void> {
       // A variable specifier: tsx is optional at run time and not a type dependency of the build.
       const specifier = "tsx/esm/api";
       api = (await import(specifier)) as { register: () => unknown };
-    } catch {
+    } catch (err) {
       tsxRegistered = null;
+      const missing = (err as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND";
       throw new CliError(
-        `cannot load the TypeScript jobs module ${modulePath}: tsx is not installed. ` +
-          "Install it (npm install --save-dev tsx) or compile the module to .js and pass that",
+        `cannot load the TypeScript jobs module ${modulePath}: ${missing ? "tsx is not installed" : `tsx failed to load (${(err as Error)?.message})`}. ` +
+          "Install tsx (npm install --save-dev tsx) or compile the module to .js and pass that",
       );
     }
     api.register();

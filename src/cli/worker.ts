@@ -91,7 +91,7 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
     .filter(Boolean);
   const jobs = await loadJobs(jobsModuleOption(opts.jobs));
 
-  const log = cliLogger();
+  const log = await cliLogger();
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
   let worker: ReturnType<Errand["work"]>;
   try {
