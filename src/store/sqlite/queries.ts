@@ -1,6 +1,6 @@
 /**
- * Every SQL statement of the SQLite store, one named constant per query. store.ts prepares
- * each once per connection and caches it; no other file holds SQL.
+ * Every SQL statement of the SQLite store, one named constant per query (the schema itself is in
+ * migrations.ts). handle.ts `Statements` prepares each once per connection and caches it.
  *
  * The clock is SQLite's: `NOW` reads the OS clock inside SQLite (`unixepoch('subsec')`), so a
  * faked JavaScript clock (`Date.now`) in tests or a drifting worker never moves a lease or a
@@ -80,7 +80,7 @@ function listQuery(filters: string[]): string {
 /**
  * Queue without state: the (queue, state, id) index orders by id within each state only, so
  * take the newest `limit` of each state (five short index walks) and merge, instead of sorting
- * every job of the queue (or paying for a sixth index on every insert).
+ * every job of the queue (or paying for one more index on every insert).
  */
 function listByQueueQuery(extra: string[]): string {
   const states = ["pending", "running", "completed", "failed", "cancelled"];
