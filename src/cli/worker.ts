@@ -1,6 +1,5 @@
 /** `errand worker`: serve queues from a jobs module until SIGTERM/SIGINT (DESIGN: Shutdown). */
 import type { Command } from "commander";
-import type { Errand } from "../errand.js";
 import { runUntilSignal } from "../worker/process.js";
 import type { QueueOptions } from "../worker/worker.js";
 import {
@@ -93,25 +92,27 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
 
   const log = await cliLogger();
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
-  let worker: ReturnType<Errand["work"]>;
   try {
     const spec = queueSpec(errand.queueNames, selected, concurrency);
-    try {
-      worker = errand.work(spec, {
-        lease: leaseMs,
-        shutdownTimeout: shutdownTimeoutMs,
-        pollInterval: pollMs,
-      });
-    } catch (err) {
-      if (err instanceof RangeError || err instanceof TypeError) throw new UsageError(err.message);
-      throw err;
-    }
+    // A function, so the signal handlers are in place before the worker claims its first job.
+    const startWorker = () => {
+      try {
+        return errand.work(spec, {
+          lease: leaseMs,
+          shutdownTimeout: shutdownTimeoutMs,
+          pollInterval: pollMs,
+        });
+      } catch (err) {
+        if (err instanceof RangeError || err instanceof TypeError) throw new UsageError(err.message);
+        throw err;
+      }
+    };
+    const report = await runUntilSignal(startWorker, errand, { shutdownTimeout: shutdownTimeoutMs, log });
+    return report.exitCode;
   } catch (err) {
     await errand.close();
     throw err;
   }
-  const report = await runUntilSignal(worker, errand, { shutdownTimeout: shutdownTimeoutMs, log });
-  return report.exitCode;
 }
 
 /** `emails=2`, `reports=1,emails=3`, or a bare `5` for every queue not named. */

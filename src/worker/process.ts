@@ -49,9 +49,16 @@ export interface ShutdownReport {
   error?: Error;
 }
 
-/** Runs until a signal, an abort or a crash, then stops the worker by the rules above. */
+/**
+ * Runs until a signal, an abort or a crash, then stops the worker by the rules above.
+ *
+ * Pass a function that starts the worker (`() => errand.work(...)`) rather than a started
+ * worker when you can: the handlers are then in place before the first job is claimed. A
+ * SIGTERM that arrives after a claim but before a handler exists would kill the process the
+ * default way, and the claimed job would wait for its lease to expire.
+ */
 export async function runUntilSignal(
-  worker: Worker,
+  workerOrStart: Worker | (() => Worker),
   errand: Errand,
   options: RunUntilSignalOptions = {},
 ): Promise<ShutdownReport> {
@@ -59,6 +66,8 @@ export async function runUntilSignal(
   const log = options.log ?? errand.log;
   const signals = options.signals ?? ["SIGTERM", "SIGINT"];
 
+  // Assigned right after the handlers are installed; they only run from later event-loop turns.
+  let worker!: Worker;
   let stopping: Promise<StopResult> | null = null;
   let cause: ShutdownReport["cause"] | null = null;
   let firstSignal: NodeJS.Signals | undefined;
@@ -119,6 +128,19 @@ export async function runUntilSignal(
   for (const sig of signals) process.on(sig, onSignal);
   process.on("uncaughtException", onException);
   process.on("unhandledRejection", onRejection);
+  const removeHandlers = (): void => {
+    for (const sig of signals) process.off(sig, onSignal);
+    process.off("uncaughtException", onException);
+    process.off("unhandledRejection", onRejection);
+    options.signal?.removeEventListener("abort", onAbort);
+  };
+
+  try {
+    worker = typeof workerOrStart === "function" ? workerOrStart() : workerOrStart;
+  } catch (err) {
+    removeHandlers();
+    throw err;
+  }
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
 
@@ -152,10 +174,7 @@ export async function runUntilSignal(
     );
     return report;
   } finally {
-    for (const sig of signals) process.off(sig, onSignal);
-    process.off("uncaughtException", onException);
-    process.off("unhandledRejection", onRejection);
-    options.signal?.removeEventListener("abort", onAbort);
+    removeHandlers();
   }
 }
 
