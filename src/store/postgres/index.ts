@@ -152,6 +152,17 @@ function serialize(value: unknown, what: string): string {
   return text;
 }
 
+/** Runs `fn` again (up to 3 times) when Postgres aborted it to break a deadlock (40P01). */
+async function retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { code?: string }).code !== "40P01" || attempt >= 3) throw err;
+    }
+  }
+}
+
 /** The caller's transaction handle must be a connected node-postgres client, not a pool. */
 function asClient(tx: unknown): Queryable {
   if (typeof tx !== "object" || tx === null || typeof (tx as { query?: unknown }).query !== "function") {
@@ -387,11 +398,15 @@ export class PostgresStore implements Store {
     if (client) {
       // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
       results = await this.insertOn(client, encoded, false);
-    } else if (jobs.length <= INSERT_CHUNK) {
-      results = await this.insertOn(this.pool, encoded, true);
     } else {
-      const value = await this.transaction((c) => this.insertOn(c, encoded, true));
-      results = value as InsertResult[];
+      // Several chunks can still deadlock with another multi-chunk insert of the same keys in
+      // another order (each statement is ordered, the transaction is not): Postgres aborts one,
+      // which is retried here, as nothing of it was stored.
+      results = await retryOnDeadlock(async () =>
+        jobs.length <= INSERT_CHUNK
+          ? this.insertOn(this.pool, encoded, true)
+          : ((await this.transaction((c) => this.insertOn(c, encoded, true))) as InsertResult[]),
+      );
     }
     if (!wasListening && this.notifier.size > 0) {
       this.notifyLocally(results.filter((r) => r.created).map((r) => r.job.queue));
@@ -489,19 +504,16 @@ export class PostgresStore implements Store {
     const limit = filter.limit ?? 50;
     const before = decodeCursor(filter.cursor);
     if (!Number.isInteger(limit) || limit < 1) return { jobs: [], nextCursor: null };
-    const { rows } = await this.run(
-      "LIST_JOBS",
-      [
-        filter.queue || null,
-        filter.state || null,
-        filter.name || null,
-        before === null ? null : String(before),
-        filter.search || null,
-        limit + 1,
-      ],
-      this.pool,
-      false,
-    );
+    const cursor = before === null ? null : String(before);
+    const dead = (filter.state === "failed" || filter.state === "cancelled") && !filter.name && !filter.search;
+    const { rows } = dead
+      ? await this.run("LIST_DEAD_JOBS", [filter.queue || null, filter.state, cursor, limit + 1], this.pool, false)
+      : await this.run(
+          "LIST_JOBS",
+          [filter.queue || null, filter.state || null, filter.name || null, cursor, filter.search || null, limit + 1],
+          this.pool,
+          false,
+        );
     const page = rows.slice(0, limit).map(toJob);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
     return { jobs: page, nextCursor };

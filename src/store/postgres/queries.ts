@@ -92,6 +92,11 @@ export const MIGRATE_RECORD =
  * SELECT_JOBS_BY_KEYS in a new statement, whose fresh snapshot sees a concurrent commit that
  * this statement's snapshot could not.
  *
+ * Rows are inserted in (queue, key) order — ids still follow the input order, they are drawn
+ * before. An insert that meets another transaction's uncommitted row with the same key waits for
+ * it; two statements taking the same keys in different orders would deadlock (seen with five
+ * pools enqueuing the same keys), one order for everybody cannot.
+ *
  * Only (ord, id) come back per row, plus the statement's clock as epoch milliseconds (text): the
  * rest of each record is the input, and run_at/created_at follow from that one instant. Sending
  * 5,000 payloads back and parsing 10,000 timestamps cost more than the insert itself.
@@ -107,7 +112,7 @@ WITH input AS (
   SELECT id, queue, name, payload::jsonb, priority, max_attempts,
          coalesce(run_at, ${NOW} + ${ms("delay_ms")}), key, ${NOW}
   FROM input
-  ORDER BY ord
+  ORDER BY queue, key, ord
   ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
   RETURNING id, queue
 )
@@ -138,6 +143,25 @@ WHERE ($1::text IS NULL OR queue = $1)
   AND ($5::text IS NULL OR id::text = $5 OR strpos(key, $5) > 0 OR strpos(payload::text, $5) > 0)
 ORDER BY id DESC
 LIMIT $6`;
+
+/**
+ * listJobs for the dead-letter queue — state $2 failed or cancelled, optional queue $1 and
+ * cursor $3, limit $4 (no name or search filter: those use LIST_JOBS). The ids come from an
+ * index-only walk of jobs_dead_idx (state, id) INCLUDE (queue). With LIST_JOBS the planner walks
+ * the primary key backwards, expecting failed rows everywhere; with a million newer pending rows
+ * that read 1M rows (1.2-5 s) to find 51 failed ones — this takes under a millisecond.
+ */
+export const LIST_DEAD_JOBS = `
+SELECT ${JOB_COLUMNS} FROM ${JOBS}
+WHERE id IN (
+  SELECT id FROM ${JOBS}
+  WHERE state = $2 AND state IN ('failed', 'cancelled')
+    AND ($1::text IS NULL OR queue = $1)
+    AND ($3::bigint IS NULL OR id < $3)
+  ORDER BY id DESC
+  LIMIT $4
+)
+ORDER BY id DESC`;
 
 // ── stats and throughput ──────────────────────────────────────────────────────────────────
 
