@@ -15,6 +15,10 @@ import { registerJobs } from "./jobs.js";
 import { registerMigrate } from "./migrate.js";
 import { registerStats } from "./stats.js";
 import { registerWorker } from "./worker.js";
+import { registerInit } from "./init.js";
+import { registerSchedule } from "./schedule.js";
+import { registerServe } from "./serve.js";
+import { registerTick } from "./tick.js";
 
 function version(): string {
   for (const path of ["../../package.json", "../../../package.json"]) {
@@ -63,6 +67,10 @@ Quick start:
   registerJobs(program);
   registerDlq(program);
   registerDemo(program);
+  registerSchedule(program);
+  registerServe(program);
+  registerTick(program);
+  registerInit(program);
   return program;
 }
 
