@@ -140,6 +140,18 @@ for (const target of targets) {
       }
     });
 
+    test("a backslash-u0000 text is not a NUL: every store keeps it", async () => {
+      const { errand, cleanup } = await target.open({ jobs: [sink as never] });
+      try {
+        // Six characters, backslash first: JSON text, not a NUL character.
+        const path = { path: "C:\\u0000\\dir", nested: { "k\\u0000": 1 }, even: "\\\\u0000" };
+        const job = await errand.enqueue(sink, path as never);
+        assert.deepStrictEqual((await errand.getJob(job.id))?.payload, path);
+      } finally {
+        await cleanup();
+      }
+    });
+
     test("enqueueMany with one bad item stores nothing", { timeout: 300_000 }, async () => {
       const { errand, cleanup } = await target.open({ jobs: [sink as never] });
       try {

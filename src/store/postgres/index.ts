@@ -145,7 +145,9 @@ function serialize(value: unknown, what: string): string {
   }
   text ??= "null";
   // jsonb cannot hold the NUL character: fail with a clear message instead of a driver error.
-  if (text.includes("\\u0000"))
+  // A real NUL is JSON.stringify's escape \u0000 after an even number of backslashes; after an
+  // odd number it is the text "\u0000" (a backslash, then "u0000"), which jsonb stores fine.
+  if (/(?:^|[^\\])(?:\\\\)*\\u0000/.test(text))
     throw new ValidationError(
       `${what} contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store`,
     );
