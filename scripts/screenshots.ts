@@ -156,6 +156,17 @@ await store.registerWorker({
 });
 
 const now = Date.now();
+const HOUR = 3_600_000;
+/** The next instant after `now` that is `minute` past some hour (and, with `hour`, that hour, UTC). */
+const next = (minute: number, hour?: number) => {
+  const d = new Date(now);
+  d.setUTCSeconds(0, 0);
+  d.setUTCMinutes(minute);
+  if (hour !== undefined) d.setUTCHours(hour);
+  while (d.getTime() <= now) d.setTime(d.getTime() + (hour === undefined ? HOUR : 24 * HOUR));
+  return d;
+};
+const quarter = new Date(Math.ceil(now / 900_000) * 900_000);
 const base = {
   timezone: "UTC",
   payload: {},
@@ -169,7 +180,7 @@ await store.upsertSchedule({
   cron: "0 3 * * *",
   jobName: "build-report",
   queue: "reports",
-  nextRunAt: new Date(now + 9 * 3_600_000),
+  nextRunAt: next(0, 3),
 });
 await store.upsertSchedule({
   ...base,
@@ -178,7 +189,7 @@ await store.upsertSchedule({
   jobName: "send-email",
   queue: "emails",
   timezone: "Europe/Berlin",
-  nextRunAt: new Date(now + 6 * 60_000),
+  nextRunAt: quarter,
 });
 await store.upsertSchedule({
   ...base,
@@ -188,14 +199,17 @@ await store.upsertSchedule({
   queue: "images",
   missed: "all",
   source: "cli",
-  nextRunAt: new Date(now + 41 * 60_000),
+  nextRunAt: next(30),
 });
+// digest-emails fired its last slot (a quarter hour before the next one), a second after it was due.
+offset = quarter.getTime() - 900_000 + 1000 - Date.now();
 await store.advanceSchedule({
   name: "digest-emails",
-  expectedNextRunAt: new Date(now + 6 * 60_000),
-  nextRunAt: new Date(now + 6 * 60_000),
-  lastSlot: new Date(now - 9 * 60_000),
+  expectedNextRunAt: quarter,
+  nextRunAt: quarter,
+  lastSlot: new Date(quarter.getTime() - 900_000),
 });
+offset = 0;
 
 const server = createServer(toNodeHandler(createFetchHandler(errand, { dashboardToken: TOKEN })));
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -85,7 +85,10 @@ export async function handleApi(request: Request, ctx: RouteContext): Promise<Re
   }
   try {
     const params = match.m!.slice(1).map(decodeParam);
-    return await match.e.handler(request, ctx, params);
+    const response = await match.e.handler(request, ctx, params);
+    return request.method === "HEAD"
+      ? new Response(null, { status: response.status, headers: response.headers })
+      : response;
   } catch (err) {
     if (err instanceof HttpError || err instanceof BodyError)
       return jsonResponse(err.status, { error: err.message });

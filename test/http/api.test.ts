@@ -553,3 +553,14 @@ describe("mounted under a prefix", () => {
     }
   });
 });
+
+test("HEAD answers like GET without a body", async () => {
+  const h = await harness();
+  try {
+    const response = await call(h.handler, "/api/stats", { method: "HEAD" });
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), "");
+  } finally {
+    await h.cleanup();
+  }
+});

@@ -128,6 +128,10 @@ describe("dashboard in Chromium", { skip }, () => {
     assert.equal(await cell("pending"), "0");
     assert.equal(await page.textContent("[data-testid=dlq-count]"), "2");
     assert.equal(await page.locator("svg.chart").count(), 2, "throughput and failure charts");
+    await page.click(".segmented button >> text=Last 24 hours");
+    await page.waitForSelector(".segmented button.on >> text=Last 24 hours");
+    assert.equal(await page.locator("svg.chart").count(), 2);
+    assert.equal(await row.locator("td[data-col=completedLastDay]").textContent(), "3");
 
     // To the dead-letter queue from the DLQ count, then to the job.
     await row.locator("td[data-col=failed] a").click();

@@ -379,7 +379,7 @@ async function renderOverview(_params, isCurrent) {
         "div",
         { class: "grid-2" },
         chartPanel("Completed", "completed", throughput),
-        chartPanel("Failed (moved to the dead-letter queue)", "failed", throughput),
+        chartPanel("Failed for good", "failed", throughput),
       ),
       queuesPanel(stats, throughput),
     );
@@ -504,7 +504,8 @@ function barChart(data, field) {
 
 function chartPanel(title, field, throughput) {
   const data = series(throughput, field);
-  const total = data.values.reduce((a, b) => a + b, 0);
+  // From the raw buckets, so the total matches the store's counts even for the partial oldest bucket.
+  const total = throughput.buckets.reduce((n, b) => n + b[field], 0);
   const legend = h(
     "div",
     { class: "chart-legend" },
@@ -512,7 +513,7 @@ function chartPanel(title, field, throughput) {
       "span",
       {},
       h("span", { class: `swatch ${field}` }),
-      `${fmtNumber(total)} in the last ${chartRange === "1h" ? "hour" : "24 hours"} · bars of ${fmtDuration(throughput.bucketMs)}`,
+      `${fmtNumber(total)} in the last ${chartRange === "1h" ? "hour" : "24 hours"} · per ${throughput.bucketMs === 60_000 ? "minute" : fmtDuration(throughput.bucketMs)}`,
     ),
   );
   return panel(
@@ -538,7 +539,7 @@ function sparkline(throughput, queue) {
   return s(
     "svg",
     { class: "sparkline", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "aria-hidden": "true" },
-    s("polyline", { class: "line", points: points(done) }),
+    s("polyline", { class: done.some((v) => v > 0) ? "line" : "line-idle", points: points(done) }),
     failed.some((v) => v > 0) ? s("polyline", { class: "line-failed", points: points(failed) }) : null,
   );
 }
@@ -679,11 +680,7 @@ async function renderJobs(params, isCurrent) {
     h(
       "tr",
       { data: { id: job.id } },
-      h(
-        "td",
-        { class: "mono" },
-        h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` }),
-      ),
+      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
       h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
       h("td", { text: job.queue }),
       h("td", {}, badge(job.state)),
@@ -1070,11 +1067,7 @@ async function renderDlq(params, isCurrent) {
       "tr",
       { data: { id: job.id } },
       h("td", {}, box),
-      h(
-        "td",
-        { class: "mono" },
-        h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` }),
-      ),
+      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
       h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
       h("td", { text: job.queue }),
       h("td", {}, timeEl(job.finishedAt)),
