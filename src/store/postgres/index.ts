@@ -507,12 +507,25 @@ export class PostgresStore implements Store {
     const before = decodeCursor(filter.cursor);
     if (!Number.isInteger(limit) || limit < 1) return { jobs: [], nextCursor: null };
     const cursor = before === null ? null : String(before);
-    const dead = (filter.state === "failed" || filter.state === "cancelled") && !filter.name && !filter.search;
+    const dead =
+      (filter.state === "failed" || filter.state === "cancelled") && !filter.name && !filter.search;
     const { rows } = dead
-      ? await this.run("LIST_DEAD_JOBS", [filter.queue || null, filter.state, cursor, limit + 1], this.pool, false)
+      ? await this.run(
+          "LIST_DEAD_JOBS",
+          [filter.queue || null, filter.state, cursor, limit + 1],
+          this.pool,
+          false,
+        )
       : await this.run(
           "LIST_JOBS",
-          [filter.queue || null, filter.state || null, filter.name || null, cursor, filter.search || null, limit + 1],
+          [
+            filter.queue || null,
+            filter.state || null,
+            filter.name || null,
+            cursor,
+            filter.search || null,
+            limit + 1,
+          ],
           this.pool,
           false,
         );
@@ -584,7 +597,10 @@ export class PostgresStore implements Store {
     // Whole-minute buckets within the counters' 25 hours come from the counters; others scan.
     const fromCounters = bucketMs % 60_000 === 0 && sinceMs >= 0 && sinceMs <= 24 * 3_600_000;
     if (fromCounters) await this.compactCounts();
-    const { rows } = await this.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [sinceMs, bucketMs]);
+    const { rows } = await this.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [
+      sinceMs,
+      bucketMs,
+    ]);
     const buckets = new Map<string, ThroughputBucket>();
     for (const r of rows) {
       const at = Number(r.at);
