@@ -1,7 +1,8 @@
 /**
  * Shared set-up for the HTTP tests: an errand with a few job types, its Fetch handler, and
  * helpers to call it. The store is `memory:` unless ERRAND_HTTP_TEST_URL names another (e.g. a
- * SQLite file), so the same tests show the HTTP layer holds nothing store-specific.
+ * SQLite file, `sqlite:x`, or a Postgres URL: a fresh schema per harness), so the same tests
+ * show the HTTP layer holds nothing store-specific.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,19 +55,23 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
+let schemaSeq = 0;
+
 export async function harness(
   options: HttpOptions = { dashboardToken: TOKEN },
   store?: Store,
 ): Promise<Harness> {
   const url = process.env.ERRAND_HTTP_TEST_URL ?? "memory:";
   let dir: string | null = null;
+  let schema: string | undefined;
   let target = url;
   if (!store && url.startsWith("sqlite:")) {
     dir = mkdtempSync(join(tmpdir(), "errand-http-"));
     target = `sqlite:${join(dir, "errand.db")}`;
   }
+  if (!store && /^postgres(ql)?:/.test(url)) schema = `errand_http_${process.pid}_${schemaSeq++}`;
   const errand = await openErrand({
-    ...(store ? { store } : { url: target }),
+    ...(store ? { store } : { url: target, schema }),
     jobs: defs(sendEmail, buildReport),
     logger: silentLogger(),
   });
@@ -76,6 +81,13 @@ export async function harness(
     async cleanup() {
       await errand.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
+      if (schema) {
+        const pg = await import("pg");
+        const client = new pg.default.Client({ connectionString: url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      }
     },
   };
 }
