@@ -85,7 +85,8 @@ export interface JobDefinition<P = unknown, R = unknown> {
   readonly run: (payload: never, ctx: JobContext) => Promise<R> | R;
 }
 
-export type AnyJobDefinition = JobDefinition<never, unknown>;
+/** Any job definition, whatever its payload type (for registries and lists). */
+export type AnyJobDefinition = JobDefinition<unknown, unknown>;
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 export const PRIORITY_RANGE = { min: -1_000_000, max: 1_000_000 } as const;
