@@ -146,7 +146,7 @@ export class Worker {
       this.timers.push(timer);
     }
     for (const runner of this.runners) runner.start();
-    log.info({ worker: this.id, queues: this.queues }, "worker started");
+    log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
   }
 
@@ -284,6 +284,11 @@ export class Worker {
     return this.stopping !== null;
   }
 
+  /** Start and stop lines: a bounded run (one per tick) logs them at debug. */
+  private get lifecycleLevel(): "info" | "debug" {
+    return this.bounded ? "debug" : "info";
+  }
+
   /** A bounded run: claim loops end when nothing is due instead of waiting for more. */
   get isBounded(): boolean {
     return this.bounded !== null;
@@ -331,7 +336,7 @@ export class Worker {
 
   private async doStop(timeoutMs: number): Promise<StopResult> {
     const { log, store } = this.deps;
-    log.info({ worker: this.id, running: this.active.size, timeoutMs }, "worker stopping: no new claims");
+    log[this.lifecycleLevel]({ worker: this.id, running: this.active.size, timeoutMs }, "worker stopping: no new claims");
     this.unsubscribe?.();
     for (const runner of this.runners) runner.wake();
     await Promise.all(this.runners.map((r) => r.stopped));
@@ -354,7 +359,7 @@ export class Worker {
     for (const timer of this.timers) clearInterval(timer);
     await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
-    log.info({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
+    log[this.lifecycleLevel]({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
     return { clean: drained, released };
   }
 
