@@ -15,7 +15,6 @@ import { z } from "zod";
 import { createFetchHandler } from "../src/http/app.js";
 import { toNodeHandler } from "../src/http/node.js";
 import { defineJob, MemoryStore, openErrand, PermanentError, silentLogger } from "../src/index.js";
-import type { AnyJobDefinition } from "../src/job.js";
 
 const OUT = new URL("../docs/screenshots/", import.meta.url);
 const TOKEN = "screenshot-token-0123456789";
@@ -63,9 +62,11 @@ const buildReport = defineJob({
   },
 });
 
-// The cast works around AnyJobDefinition rejecting typed definitions (JobDefinition<never> variance).
-const jobs = [sendEmail, deliverWebhook, resizeImage, buildReport] as unknown as AnyJobDefinition[];
-const errand = await openErrand({ store, jobs, logger: silentLogger() });
+const errand = await openErrand({
+  store,
+  jobs: [sendEmail, deliverWebhook, resizeImage, buildReport],
+  logger: silentLogger(),
+});
 let finished = 0;
 for (const e of ["completed", "failed"] as const) errand.on(e, () => finished++);
 const worker = errand.work(

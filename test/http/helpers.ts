@@ -46,8 +46,8 @@ export const buildReport = defineJob({
   },
 });
 
-/** Works around AnyJobDefinition rejecting typed definitions (JobDefinition<never> variance). */
-export const defs = (...jobs: unknown[]) => jobs as AnyJobDefinition[];
+/** The job definitions as a list for `jobs:` / `register`. */
+export const defs = (...jobs: AnyJobDefinition[]) => jobs;
 
 export interface Harness {
   errand: Errand;
