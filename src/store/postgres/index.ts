@@ -234,11 +234,12 @@ export class PostgresStore implements Store {
 
     const sql = {} as Record<QueryName, string>;
     const names: Record<string, string> = {};
-    const prefix = `errand_${fnv1a(schema)}_`;
     for (const [name, value] of Object.entries(Q)) {
       if (typeof value !== "string") continue;
-      sql[name as QueryName] = Q.bindSchema(value, schema);
-      if (PREPARED.has(name as QueryName)) names[name] = `${prefix}${name.toLowerCase()}`;
+      const text = Q.bindSchema(value, schema);
+      sql[name as QueryName] = text;
+      // Named per text: two stores (schemas, errand versions) sharing a connection never clash.
+      if (PREPARED.has(name as QueryName)) names[name] = `errand_${fnv1a(text)}_${name.toLowerCase()}`;
     }
     this.sql = sql;
     this.names = names;
@@ -633,7 +634,9 @@ export class PostgresStore implements Store {
   }
 
   async extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
-    const valid = leases.filter((l) => isJobId(l.id)).sort((a, b) => compareIds(a.id, b.id));
+    const valid = leases
+      .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
+      .sort((a, b) => compareIds(a.id, b.id));
     const held = new Map<string, boolean>();
     if (valid.length > 0) {
       const { rows } = await this.run("EXTEND_LEASES", [
@@ -697,7 +700,7 @@ export class PostgresStore implements Store {
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
   ): Promise<{ applied: boolean; value?: T }> {
-    if (!isJobId(lease.id)) return { applied: false };
+    if (!isJobId(lease.id) || !Number.isInteger(lease.leaseToken)) return { applied: false };
     const result = await this.transaction(async (client) => {
       // The row lock holds the lease for the whole transaction: the rescuer skips the row, a
       // concurrent finish waits. A lease already lost means fn never runs.
@@ -716,7 +719,7 @@ export class PostgresStore implements Store {
   }
 
   async setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
-    if (!isJobId(lease.id)) return false;
+    if (!isJobId(lease.id) || !Number.isInteger(lease.leaseToken)) return false;
     const result = await this.run("SET_PROGRESS", [
       lease.id,
       lease.leaseToken,

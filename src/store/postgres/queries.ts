@@ -300,6 +300,9 @@ FROM unnest($1::bigint[], $2::int[]) AS u(id, token)
 WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
 RETURNING j.id, u.token, j.cancel_requested`;
 
+/** A cancel was requested while the job ran and the outcome is not "completed": it ends cancelled. */
+const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";
+
 /**
  * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or
  * a job no longer running matches nothing and reports not applied). The transition mirrors
@@ -310,41 +313,39 @@ RETURNING j.id, u.token, j.cancel_requested`;
  * - leaving "pending" stamps finished_at; the lease and the cancel request are cleared.
  * Arrays: $1 id, $2 token, $3 kind, $4 delay ms, $5 result JSON (completed only), $6 worker,
  * $7 error message, $8 stack, $9 error kind. Returns the (id, token) pairs applied.
+ *
+ * What does not depend on the row is computed once per outcome in "u"; what depends on the row
+ * (the cancel request, the attempt, started_at) is read in SET, from the row version the UPDATE
+ * locked — a cancel request committed a moment before is seen, never lost. (A row subquery in
+ * SET did the same but ran as a subplan per row: ~1 ms of a ~2.5 ms batch of 100.)
  */
 export const FINISH_JOBS = `
 WITH u AS (
-  SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+  SELECT u.*,
+         CASE WHEN u.kind IN ('retry', 'snoozed', 'released') THEN 'pending' ELSE u.kind END AS to_state,
+         CASE u.kind WHEN 'retry' THEN 'retried' WHEN 'released' THEN 'interrupted' ELSE u.kind END AS outcome,
+         u.kind IN ('snoozed', 'released') AS uncharge,
+         CASE WHEN u.kind IN ('retry', 'snoozed') THEN ${NOW} + ${ms("coalesce(u.delay_ms, 0)")}
+              WHEN u.kind = 'released' THEN ${NOW} END AS retry_at,
+         jsonb_strip_nulls(jsonb_build_object('error', u.error, 'stack', u.stack, 'kind', u.error_kind)) AS error_fields
+  FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
     AS u(id, token, kind, delay_ms, result, worker, error, stack, error_kind)
 ), finished AS (
   UPDATE ${JOBS} j
-  SET (state, attempt, run_at, finished_at, attempts, last_error, result, locked_by, locked_until, cancel_requested) = (
-    SELECT t.state,
-           j.attempt - CASE WHEN t.uncharge THEN 1 ELSE 0 END,
-           coalesce(t.retry_at, j.run_at),
-           CASE WHEN t.state = 'pending' THEN j.finished_at ELSE ${NOW} END,
-           j.attempts || jsonb_build_array(
-             jsonb_build_object('attempt', j.attempt, 'startedAt', ${iso(`coalesce(j.started_at, ${NOW})`)},
-                                'finishedAt', ${iso(NOW)}, 'worker', u.worker, 'outcome', t.outcome)
-             || jsonb_strip_nulls(jsonb_build_object('error', u.error, 'stack', u.stack, 'kind', u.error_kind,
-                                                     'retryAt', ${iso("t.retry_at")}))),
-           coalesce(u.error, j.last_error),
-           CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
-           NULL::text, NULL::timestamptz, false
-    FROM (
-      SELECT CASE WHEN c.cancel THEN 'cancelled'
-                  WHEN u.kind IN ('retry', 'snoozed', 'released') THEN 'pending'
-                  ELSE u.kind END AS state,
-             CASE WHEN c.cancel THEN 'cancelled'
-                  WHEN u.kind = 'retry' THEN 'retried'
-                  WHEN u.kind = 'released' THEN 'interrupted'
-                  ELSE u.kind END AS outcome,
-             NOT c.cancel AND u.kind IN ('snoozed', 'released') AS uncharge,
-             CASE WHEN c.cancel THEN NULL
-                  WHEN u.kind IN ('retry', 'snoozed') THEN ${NOW} + ${ms("coalesce(u.delay_ms, 0)")}
-                  WHEN u.kind = 'released' THEN ${NOW} END AS retry_at
-      FROM (SELECT j.cancel_requested AND u.kind <> 'completed' AS cancel) c
-    ) t
-  )
+  SET state = CASE WHEN ${CANCELLING} THEN 'cancelled' ELSE u.to_state END,
+      attempt = j.attempt - CASE WHEN u.uncharge AND NOT ${CANCELLING} THEN 1 ELSE 0 END,
+      run_at = CASE WHEN ${CANCELLING} OR u.retry_at IS NULL THEN j.run_at ELSE u.retry_at END,
+      finished_at = CASE WHEN u.to_state = 'pending' AND NOT ${CANCELLING} THEN j.finished_at ELSE ${NOW} END,
+      attempts = j.attempts || jsonb_build_array(
+        jsonb_build_object('attempt', j.attempt, 'startedAt', ${iso(`coalesce(j.started_at, ${NOW})`)},
+                           'finishedAt', ${iso(NOW)}, 'worker', u.worker,
+                           'outcome', CASE WHEN ${CANCELLING} THEN 'cancelled' ELSE u.outcome END)
+        || u.error_fields
+        || CASE WHEN ${CANCELLING} OR u.retry_at IS NULL THEN '{}'::jsonb
+                ELSE jsonb_build_object('retryAt', ${iso("u.retry_at")}) END),
+      last_error = coalesce(u.error, j.last_error),
+      result = CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
+      locked_by = NULL, locked_until = NULL, cancel_requested = false
   FROM u
   WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
   RETURNING j.id, u.token, j.queue, j.state
