@@ -11,6 +11,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -33,7 +34,7 @@ export const FIXTURE_JOBS_TS = join(ROOT, "test/fixtures/jobs.ts");
  * per-file transpile of src/ and the fixtures (TypeScript's transpileModule), cached in the temp
  * directory under a hash of the sources, so test files share it and a change rebuilds it.
  */
-const BUILD = compiledBuild();
+export const BUILD = compiledBuild();
 export const CLI = join(BUILD, "src/cli/main.js");
 export const FIXTURE_JOBS = join(BUILD, "test/fixtures/jobs.js");
 
@@ -51,6 +52,20 @@ function sourceFiles(): string[] {
   return files.sort();
 }
 
+/** Builds of older sources, untouched for a day, are removed. */
+function removeStaleBuilds(current: string): void {
+  const dayAgo = Date.now() - 86_400_000;
+  for (const name of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), name);
+    if (!name.startsWith("errand-cli-build-") || path === current) continue;
+    try {
+      if (statSync(path).mtimeMs < dayAgo) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // another test process removed it first
+    }
+  }
+}
+
 function compiledBuild(): string {
   const files = sourceFiles();
   const hash = createHash("sha256");
@@ -61,6 +76,7 @@ function compiledBuild(): string {
       .update(readFileSync(join(ROOT, file)))
       .update("\0");
   const dir = join(tmpdir(), `errand-cli-build-${hash.digest("hex").slice(0, 16)}`);
+  removeStaleBuilds(dir);
   if (existsSync(join(dir, "package.json"))) return dir;
   const require = createRequire(import.meta.url);
   const ts = require("typescript") as typeof import("typescript");

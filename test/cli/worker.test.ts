@@ -98,11 +98,23 @@ describe("errand worker: signals and crashes", { concurrency: true }, () => {
     );
   });
 
+  test("an unhandled rejection: logged, running jobs released, exit 1", async () => {
+    const w = await workerWithRunningJob((e) => e.enqueue(crash, { how: "reject" }), []);
+    cleanups.push(w.cleanup);
+    const result = await exitOf(w.proc, 60_000);
+    assert.equal(result.code, 1, `signal ${result.signal}: ${result.stderr}`);
+    assert.match(result.stderr, /unhandled promise rejection: releasing running jobs and exiting/);
+    assert.match(result.stderr, /boom: a promise nobody awaited/);
+    const job = await w.errand.getJob(w.id);
+    assert.equal(job?.state, "pending");
+    assert.deepEqual(
+      job?.attempts.map((a) => a.outcome),
+      ["interrupted"],
+    );
+  });
+
   test("an uncaught exception: logged, running jobs released, exit 1", async () => {
-    const w = await workerWithRunningJob(async (e) => {
-      const job = await e.enqueue(crash, {});
-      return job;
-    }, []);
+    const w = await workerWithRunningJob((e) => e.enqueue(crash, { how: "throw" }), []);
     cleanups.push(w.cleanup);
     const result = await exitOf(w.proc, 60_000);
     assert.equal(result.code, 1, `signal ${result.signal}: ${result.stderr}`);
