@@ -16,6 +16,8 @@ export interface ChildReport {
   cpuMs: number;
   /** Peak RSS in bytes (max of sampled rss and the kernel's VmHWM). */
   peakRss: number;
+  /** Peak V8 heap used (sampled every 100 ms), bytes. */
+  peakHeap: number;
   /** Enqueue-to-start latencies of measured jobs, ms. */
   latencies: number[];
 }

@@ -166,6 +166,7 @@ export function renderReport(results: BenchResults): string {
     `- Node.js ${m.node}`,
     `- ${m.postgres} on 127.0.0.1:5432 (loopback, shared by every Postgres system)`,
     `- Redis ${m.redis} on 127.0.0.1:6379`,
+    `- Baseline peak RSS of an idle Node process: ${m.baselineRssMb.node} MB; under the tsx loader (as the worker processes run): ${m.baselineRssMb.tsx} MB — part of every worker's memory figure`,
     `- Load average (1 min) when the bench started: ${m.loadStart}, when it ended: ${m.loadEnd ?? "?"} — anything else running on the machine shares its ${m.nproc} cores with the systems measured`,
     "",
     "## Systems and settings",

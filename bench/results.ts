@@ -14,6 +14,8 @@ export interface Machine {
   /** 1-minute load average at the start and the end of the bench. */
   loadStart: number;
   loadEnd?: number;
+  /** Peak RSS of an idle Node process, plain and under the tsx loader the worker processes use. */
+  baselineRssMb: { node: number; tsx: number };
 }
 
 export interface SystemInfo {

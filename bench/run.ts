@@ -11,12 +11,13 @@
  * (unless --no-write). Needs PostgreSQL on 127.0.0.1:5432 (BENCH_PG_URL) and Redis on
  * 127.0.0.1:6379 (BENCH_REDIS_URL).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { SYSTEMS } from "./adapters/index.js";
+import { loadSystem, SYSTEM_NAMES } from "./adapters/index.js";
 import type { SystemDef, Target } from "./adapters/types.js";
 import { ROOT, withPg } from "./adapters/util.js";
 import { renderChart } from "./chart.js";
@@ -46,7 +47,7 @@ if (args.help) {
   console.log(
     [
       "usage: npm run bench -- [--quick] [--only sys1,sys2] [--workload w1,w2] [--runs N] [--profile DIR] [--no-write]",
-      `systems:   ${SYSTEMS.map((s) => s.name).join(", ")}`,
+      `systems:   ${SYSTEM_NAMES.join(", ")}`,
       `workloads: ${workloads(FULL).map((w) => w.name).join(", ")}`,
     ].join("\n"),
   );
@@ -102,6 +103,17 @@ async function redisVersion(): Promise<string> {
   });
 }
 
+/** Peak RSS (MB) of an idle Node process, with and without the tsx loader the workers run under. */
+function baselineRss(withTsx: boolean): number {
+  const code = "setTimeout(() => console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]), 200)";
+  try {
+    const out = execFileSync(process.execPath, [...(withTsx ? ["--import", "tsx"] : []), "-e", code], { cwd: ROOT, encoding: "utf8" });
+    return Math.round(Number(out.trim()) / 1024);
+  } catch {
+    return Number.NaN;
+  }
+}
+
 async function machine(): Promise<Machine> {
   const postgres = await withPg(PG_URL, async (c) => (await c.query("SHOW server_version")).rows[0].server_version as string)
     .then((v) => `PostgreSQL ${v}`)
@@ -115,6 +127,7 @@ async function machine(): Promise<Machine> {
     redis: await redisVersion(),
     os: `${type()} ${release()}`,
     loadStart: Number(loadavg()[0].toFixed(2)),
+    baselineRssMb: { node: baselineRss(false), tsx: baselineRss(true) },
   };
 }
 
@@ -209,14 +222,16 @@ async function main(): Promise<void> {
 
   const only = list(args.only);
   for (const name of only ?? []) {
-    if (!SYSTEMS.some((s) => s.name === name)) throw new Error(`unknown system "${name}"; known: ${SYSTEMS.map((s) => s.name).join(", ")}`);
+    if (!SYSTEM_NAMES.includes(name)) throw new Error(`unknown system "${name}"; known: ${SYSTEM_NAMES.join(", ")}`);
   }
   const wanted = list(args.workload);
   const all = workloads(counts);
   const chosen = wanted ? all.filter((w) => wanted.some((p) => w.name === p || w.name.startsWith(`${p}-`) || w.group === p)) : all;
   if (chosen.length === 0) throw new Error(`no workload matches ${args.workload}; known: ${all.map((w) => w.name).join(", ")}`);
 
-  const selected = SYSTEMS.filter((s) => (only ? only.includes(s.name) : !(args.quick && QUICK_SKIP.has(s.name))));
+  const names = SYSTEM_NAMES.filter((s) => (only ? only.includes(s) : !(args.quick && QUICK_SKIP.has(s))));
+  const selected: SystemDef[] = [];
+  for (const name of names) selected.push(await loadSystem(name));
   const infos: SystemInfo[] = [];
   for (const s of selected) {
     const unavailable = await s.unavailable();

@@ -8,7 +8,7 @@
  *   node --import tsx bench/worker-process.ts     (normally started by bench/run.ts)
  */
 import { readFileSync } from "node:fs";
-import { findSystem } from "./adapters/index.js";
+import { loadSystem } from "./adapters/index.js";
 import type { Handler, RunningWorkers, Target, WorkerSettings } from "./adapters/types.js";
 import { now } from "./adapters/types.js";
 import type { ChildMessage, ParentMessage } from "./protocol.js";
@@ -27,8 +27,41 @@ function vmHwm(): number {
   }
 }
 
+/**
+ * BENCH_TRACE_SQL=1 (diagnosis only): count this process's queries by statement and print the
+ * counts to stderr when it stops — how many round trips a system makes per job.
+ */
+async function traceSql(): Promise<() => void> {
+  const { default: pg } = await import("pg");
+  const counts = new Map<string, { n: number; ms: number }>();
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0] as string | { text?: string; name?: string };
+    const text = typeof first === "string" ? first : (first?.text ?? first?.name ?? "?");
+    const key = text.replace(/\s+/g, " ").trim().slice(0, 90);
+    const entry = counts.get(key) ?? { n: 0, ms: 0 };
+    counts.set(key, entry);
+    entry.n++;
+    const t0 = now();
+    const result = original.apply(this, args);
+    if (result && typeof (result as Promise<unknown>).then === "function") {
+      (result as Promise<unknown>).then(
+        () => void (entry.ms += now() - t0),
+        () => void (entry.ms += now() - t0),
+      );
+    }
+    return result;
+  };
+  return () => {
+    const lines = [...counts].sort((a, b) => b[1].n - a[1].n).slice(0, 25);
+    process.stderr.write(`[trace-sql ${process.pid}]\n${lines.map(([k, v]) => `${String(v.n).padStart(8)} ${(v.ms / v.n).toFixed(2).padStart(8)} ms  ${k}`).join("\n")}\n`);
+  };
+}
+
 async function main(): Promise<void> {
-  const system = findSystem(process.env.BENCH_SYSTEM ?? "");
+  const printTrace = process.env.BENCH_TRACE_SQL === "1" ? await traceSql() : null;
+  const system = await loadSystem(process.env.BENCH_SYSTEM ?? "");
   const target = JSON.parse(process.env.BENCH_TARGET ?? "{}") as Target;
   const settings = JSON.parse(process.env.BENCH_SETTINGS ?? "{}") as WorkerSettings;
 
@@ -51,8 +84,11 @@ async function main(): Promise<void> {
   };
 
   let peakRss = process.memoryUsage.rss();
+  let peakHeap = process.memoryUsage().heapUsed;
   const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    const m = process.memoryUsage();
+    peakRss = Math.max(peakRss, m.rss);
+    peakHeap = Math.max(peakHeap, m.heapUsed);
   }, 100);
 
   const adapter = await system.create(target);
@@ -71,6 +107,7 @@ async function main(): Promise<void> {
       await running?.stop();
       await adapter.close();
     })(), deadline]);
+    printTrace?.();
     send({ type: "stopped" });
     process.disconnect?.();
     process.exit(0);
@@ -100,6 +137,7 @@ async function main(): Promise<void> {
             lastAt,
             cpuMs: (cpu.user + cpu.system) / 1000,
             peakRss: Math.max(peakRss, vmHwm()),
+            peakHeap,
             latencies,
           });
         } else if (message.type === "stop") {

@@ -1,23 +1,23 @@
-/** Every benchmarked system, in report order. */
-import { bullmq } from "./bullmq.js";
-import { errandPostgres, errandSqlite } from "./errand.js";
-import { graphileBest, graphileDefaults } from "./graphile-worker.js";
-import { pgBoss } from "./pg-boss.js";
-import { sidequest } from "./sidequest.js";
+/**
+ * Every benchmarked system, in report order. Each loads lazily, so a worker process imports
+ * only its own system's library (and its memory figure carries no other library).
+ */
 import type { SystemDef } from "./types.js";
 
-export const SYSTEMS: SystemDef[] = [
-  errandPostgres,
-  errandSqlite,
-  graphileBest,
-  graphileDefaults,
-  pgBoss,
-  sidequest,
-  bullmq,
-];
+const LOADERS: Record<string, () => Promise<SystemDef>> = {
+  "errand-postgres": async () => (await import("./errand.js")).errandPostgres,
+  "errand-sqlite": async () => (await import("./errand.js")).errandSqlite,
+  "graphile-worker-best": async () => (await import("./graphile-worker.js")).graphileBest,
+  "graphile-worker": async () => (await import("./graphile-worker.js")).graphileDefaults,
+  "pg-boss": async () => (await import("./pg-boss.js")).pgBoss,
+  sidequest: async () => (await import("./sidequest.js")).sidequest,
+  bullmq: async () => (await import("./bullmq.js")).bullmq,
+};
 
-export function findSystem(name: string): SystemDef {
-  const system = SYSTEMS.find((s) => s.name === name);
-  if (!system) throw new Error(`unknown system "${name}"; known: ${SYSTEMS.map((s) => s.name).join(", ")}`);
-  return system;
+export const SYSTEM_NAMES: readonly string[] = Object.keys(LOADERS);
+
+export function loadSystem(name: string): Promise<SystemDef> {
+  const load = LOADERS[name];
+  if (!load) throw new Error(`unknown system "${name}"; known: ${SYSTEM_NAMES.join(", ")}`);
+  return load();
 }
