@@ -12,6 +12,21 @@
  *
  * History entries are built in SQL with the same fields and formats as shared.ts
  * `attemptFromOutcome` (ISO 8601 UTC strings with milliseconds, like `Date.toISOString()`).
+ *
+ * Measured on a table of 5,000,000 finished + 1,000,000 pending jobs (5 queues, 3 priorities;
+ * bench/postgres-store.ts BENCH_BIG=1) against an empty one. The machine was a shared 2-core box
+ * at load average ~18, so absolute times are inflated several-fold; the shapes are the point.
+ * - CLAIM_JOBS: Index Scan on jobs_claim_idx (Index Cond: queue, run_at <= now; 94 buffers for
+ *   100 rows) → LockRows → Nested Loop on jobs_pkey → Update. 9-12 ms; the cost is the 100 rows'
+ *   heap pages, never the finished rows (the partial index does not hold them).
+ * - STATS: HashAggregate over job_counts (~20k rows) + 4 index probes per queue, 20-40 ms
+ *   (empty: 3 ms). Counting the table instead (parallel index-only scans of 5M entries,
+ *   2M heap fetches while the visibility map lagged, JIT): 12.8-22.6 s.
+ * - NEXT_RUN_AT: one Index Only Scan (LIMIT 1) of jobs_pending_run_at_idx per queue, 0.2-0.5 ms.
+ * - LIST_DEAD_JOBS (50 failed): Index Only Scan Backward on jobs_dead_idx, 0.3 ms; LIST_JOBS
+ *   walked jobs_pkey backwards through 1M newer pending rows: 1.2-5 s.
+ * - INSERT_JOBS, 5,000 rows: the same on both tables (290-600 ms at that load).
+ * - RESCUE_EXPIRED with nothing expired: 0.5 ms (jobs_lease_idx holds the running jobs only).
  */
 
 /** The database clock: the start of the current statement. */
