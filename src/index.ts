@@ -23,3 +23,8 @@ export type { FetchHandler, HttpOptions } from "./http/app.js";
 export { toNodeHandler } from "./http/node.js";
 export { createTickHandler } from "./http/tick.js";
 export type { TickHandlerOptions } from "./http/tick.js";
+export { watchAlerts } from "./alerts.js";
+export type { AlertRule, DlqGrowthRule, FailureRateRule, Alert, AlertOptions, AlertWatcher, WebhookOptions } from "./alerts.js";
+export { runUntilSignal } from "./worker/process.js";
+export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
+export { assertServeSafety } from "./http/security.js";
