@@ -8,9 +8,11 @@
  *
  * The connection is opened when the first listener subscribes and closed with the last one.
  * When it drops (server restart, pg_terminate_backend, network) it reconnects with exponential
- * backoff (100 ms doubling to 5 s, jittered) forever, and after every re-LISTEN calls the
- * listeners with `null`: notifications sent while it was away are lost, so every queue may
- * have work. It never logs and never throws: errors go to `onError` when one is given.
+ * backoff (100 ms doubling to 5 s, jittered) forever, and after every re-LISTEN (or a first
+ * LISTEN that needed retries) calls the listeners with `null`: notifications sent while it was
+ * away are lost, so every queue may have work. It never logs and never throws: errors go to
+ * `onError` when one is given. Until the first LISTEN is up, the store also notifies in-process
+ * listeners of its own inserts directly (index.ts), so a subscribe-then-enqueue is never missed.
  */
 import type pg from "pg";
 import { quoteIdent } from "./queries.js";
@@ -138,8 +140,9 @@ export class Notifier {
       return;
     }
     this.listening = true;
+    // After a drop, or a first connection that took several tries: notifications were missed.
+    const reconnected = this.everListened || this.failures > 0;
     this.failures = 0;
-    const reconnected = this.everListened;
     this.everListened = true;
     for (const resolve of this.waiters.splice(0)) resolve();
     if (reconnected) this.emit(null);
