@@ -225,8 +225,6 @@ export class PostgresStore implements Store {
         keepAlive: true,
         connectionTimeoutMillis: 10_000,
         idleTimeoutMillis: 30_000,
-        // JIT compiles "expensive" plans for tens of milliseconds; errand's statements are short.
-        options: "-c jit=off",
       });
     // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
     // pool; without a handler that would crash the process. The pool drops the client itself.
