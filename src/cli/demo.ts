@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import type { JobEvent } from "../errand.js";
-import type { AnyJobDefinition, JobRecord } from "../job.js";
+import type { JobRecord } from "../job.js";
 import { CliError, globals, redact } from "./common.js";
 import { type DemoEvent, makeDemoJobs } from "./demo-jobs.js";
 import { humanDuration, print, renderTable } from "./output.js";
@@ -79,10 +79,9 @@ export async function runDemo(url: string | undefined): Promise<number> {
     import("../logger.js"),
   ]);
   const level = process.env.ERRAND_LOG_LEVEL;
-  // The cast: AnyJobDefinition (JobDefinition<never>) does not accept typed definitions yet.
   const errand = await openErrand({
     url: target,
-    jobs: jobs as unknown as AnyJobDefinition[],
+    jobs,
     logger: level ? createLogger({ level }) : silentLogger(),
   });
   try {

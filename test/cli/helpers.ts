@@ -229,8 +229,8 @@ export function scratch(prefix = "errand-cli-"): { dir: string; db: string; clea
 }
 
 /** Opens the store a test inspects (and migrates it, so children find it ready). */
-export function inspect(db: string, jobs: readonly unknown[] = []): Promise<Errand> {
-  return openErrand({ url: db, logger: silentLogger(), jobs: jobs as AnyJobDefinition[] });
+export function inspect(db: string, jobs: readonly AnyJobDefinition[] = []): Promise<Errand> {
+  return openErrand({ url: db, logger: silentLogger(), jobs });
 }
 
 /** No stack trace in CLI output: no "    at " frame lines. */

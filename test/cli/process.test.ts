@@ -9,7 +9,6 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { defineJob, openErrand, silentLogger } from "../../src/index.js";
-import type { AnyJobDefinition } from "../../src/job.js";
 import { runUntilSignal } from "../../src/worker/process.js";
 import { waitFor } from "./helpers.js";
 
@@ -29,7 +28,7 @@ async function setup(ms: number) {
   const errand = await openErrand({
     url: "memory:",
     logger: silentLogger(),
-    jobs: [hold as unknown as AnyJobDefinition],
+    jobs: [hold],
   });
   const job = await errand.enqueue(hold, { ms });
   return { errand, job };
