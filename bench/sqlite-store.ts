@@ -4,7 +4,8 @@
  *   node --import tsx bench/sqlite-store.ts            (ERRAND_BENCH_LARGE=0 skips the 1M-row part)
  *
  * 1. bulk insert: 100,000 jobs in one insertJobs call (one transaction);
- * 2. claim(batch 50) + finishJobs(completed) until 50,000 jobs are done;
+ * 2. claim(batch 50) + finishJobs(completed) until 50,000 jobs are done, all of one priority
+ *    (FIFO) and with three priorities interleaved;
  * 3. with 1,000,000 pending rows: claim latency, stats() and nextRunAt() times.
  *
  * Each run uses a fresh database file under bench/.work/ (WAL, synchronous=NORMAL). Parts 1 and
@@ -34,12 +35,13 @@ async function fresh(name: string): Promise<{ store: SqliteStore; done: () => Pr
   };
 }
 
-const jobs = (n: number, queue = "bench"): NewJob[] =>
+/** `priorities` 3: priorities 0, 1, 2 interleaved, so claim order skips around the table. */
+const jobs = (n: number, queue = "bench", priorities = 3): NewJob[] =>
   Array.from({ length: n }, (_, i) => ({
     queue,
     name: "noop",
     payload: { i, to: `user${i}@example.com` },
-    priority: i % 3,
+    priority: i % priorities,
     maxAttempts: 3,
   }));
 
@@ -81,11 +83,11 @@ async function bulkInsert(): Promise<void> {
   report("bulk insert 100,000 jobs", 100_000, runs);
 }
 
-async function claimFinish(): Promise<void> {
+async function claimFinish(priorities: number): Promise<void> {
   const runs = [];
   for (let run = 0; run < RUNS; run++) {
     const { store, done } = await fresh("claim");
-    await store.insertJobs(jobs(50_000));
+    await store.insertJobs(jobs(50_000, "bench", priorities));
     let finished = 0;
     runs.push(
       await measure(async () => {
@@ -112,7 +114,7 @@ async function claimFinish(): Promise<void> {
     if (finished !== 50_000) throw new Error(`finished ${finished}`);
     await done();
   }
-  report("claim(50) + finishJobs, 50,000 jobs", 50_000, runs);
+  report(`claim(50) + finishJobs, ${priorities} prio${priorities > 1 ? "s" : ""}`, 50_000, runs);
 }
 
 async function large(): Promise<void> {
@@ -154,5 +156,6 @@ async function large(): Promise<void> {
 }
 
 await bulkInsert();
-await claimFinish();
+await claimFinish(1);
+await claimFinish(3);
 if (process.env.ERRAND_BENCH_LARGE !== "0") await large();
