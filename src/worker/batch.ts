@@ -7,6 +7,11 @@
  * no more once `timeBudget` is spent or nothing is due, lets the claimed jobs finish, and past
  * the deadline plus `finishTimeout` aborts and releases whatever still runs (back to pending,
  * attempt not charged) — so it always finishes or releases what it claimed.
+ *
+ * On a host that scales to zero no worker runs between ticks, so a run also does the worker's
+ * housekeeping once: before claiming it rescues jobs whose lease expired (a previous tick's
+ * process was killed mid-job), and after its jobs are done it prunes finished jobs past
+ * retention (7 days completed, 30 days failed, unless `worker.retention` says otherwise).
  */
 import { EventEmitter } from "node:events";
 import { parseDuration, type Duration } from "../duration.js";
@@ -29,7 +34,7 @@ export interface ProcessJobsOptions {
    */
   finishTimeout?: Duration;
   /** Lease, heartbeat and worker id, as for a worker. */
-  worker?: Pick<WorkerOptions, "lease" | "heartbeat" | "id" | "batchSize">;
+  worker?: Pick<WorkerOptions, "lease" | "heartbeat" | "id" | "batchSize" | "retention">;
 }
 
 export interface ProcessJobsResult {
@@ -105,8 +110,17 @@ export async function processJobs(deps: Deps, knownQueues: string[], options: Pr
     { ...options.worker, pruneInterval: 0 },
     { limit, deadline: started + budgetMs },
   );
+  const housekeeping = async (task: () => Promise<void>, what: string) => {
+    try {
+      await task();
+    } catch (err) {
+      deps.log.warn({ err }, `${what} failed; the next run tries again`);
+    }
+  };
+  await housekeeping(() => worker.rescue(), "rescuing expired leases");
   worker.start();
   const stop = await worker.settle(finishMs);
+  await housekeeping(() => worker.prune(), "pruning finished jobs");
   const { counts } = events;
   return {
     claimed: worker.claimedCount,

@@ -133,7 +133,7 @@ export class Worker {
       for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
     });
     this.every(this.heartbeatMs, () => this.heartbeat());
-    this.every(this.rescueMs, () => this.rescue(), true);
+    if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
     if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
     this.registered = store
@@ -192,7 +192,8 @@ export class Worker {
     }
   }
 
-  private async rescue(): Promise<void> {
+  /** Returns dead workers' jobs (expired leases) to pending; run periodically, and by a bounded run before it claims. */
+  async rescue(): Promise<void> {
     const rescued = await this.deps.store.rescueExpiredLeases();
     for (const job of rescued) {
       this.deps.log.warn(
@@ -203,7 +204,8 @@ export class Worker {
     }
   }
 
-  private async prune(): Promise<void> {
+  /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
+  async prune(): Promise<void> {
     const pruned = await this.deps.store.pruneFinished(this.retention);
     if (pruned > 0) this.deps.log.info({ pruned }, "pruned finished jobs past retention");
   }

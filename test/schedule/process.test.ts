@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand, PermanentError, ValidationError } from "../../src/index.js";
 import { targets } from "../helpers/errands.js";
+import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {
   describe(`processJobs on ${target.name}`, { skip: target.skip }, () => {
@@ -87,13 +88,27 @@ for (const target of targets) {
           run: (_p, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))),
         });
         const { id } = await errand.enqueue(job, {});
-        const result = await errand.processJobs({ timeBudget: 50, finishTimeout: 50 });
+        const result = await errand.processJobs({ timeBudget: 500, finishTimeout: 50 });
         assert.equal(result.claimed, 1);
         assert.equal(result.released, 1);
         assert.equal(result.stillDue, 1);
         const after = await errand.getJob(id);
         assert.equal(after?.state, "pending");
         assert.equal(after?.attempts.at(-1)?.outcome, "interrupted");
+      }));
+
+    test("rescues a job a killed tick left running, then runs it in the same call", () =>
+      withErrand(async (errand) => {
+        const job = defineJob({ name: "again", queue: "q", schema: z.object({}), run: () => "done" });
+        errand.register(job);
+        const { id } = await errand.enqueue(job, {});
+        // A previous tick's process claimed it and died: its lease runs out.
+        const [claimed] = await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "killed-tick", leaseMs: 50 });
+        assert.equal(claimed.id, id);
+        await waitFor(async () => (await errand.store.now()).getTime() > claimed.lockedUntil.getTime() + 20, "the lease to expire", 5000);
+        const result = await errand.processJobs();
+        assert.deepEqual([result.claimed, result.completed], [1, 1]);
+        assert.deepEqual((await errand.getJob(id))?.attempts.map((a) => a.outcome), ["lost", "completed"]);
       }));
 
     test("refuses unknown queues and bad limits", () =>
