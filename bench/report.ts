@@ -14,6 +14,7 @@ function cell(results: BenchResults, workload: string, system: string, metric: M
 
 function ratio(results: BenchResults, workload: string, errand: string, system: string, metric: Metric): string {
   if (system === errand) return "1.00";
+  if (ERRANDS.includes(system)) return "—";
   const e = summarize(results, workload, errand, metric.key).median;
   const o = summarize(results, workload, system, metric.key).median;
   const a = advantage(e, o, metric);
@@ -156,6 +157,7 @@ export function renderReport(results: BenchResults): string {
     "",
     "Every figure is the median of the runs, with the range (min–max) when there was more than one. Systems are interleaved: each round runs every system once, in a rotating order, before the next round. Each run starts on a fresh Postgres schema / Redis key prefix / SQLite file, dropped afterwards. Worker processes are real child processes (`bench/worker-process.ts`) started after their jobs are enqueued; throughput runs from the first handler call to the moment the store records every job finished. CPU is user + system time of the worker processes (`process.cpuUsage`), peak RSS the largest worker process's VmHWM.",
     "",
+    ...(results.merged ? [`Workloads marked "from the ${results.merged}" were measured in that earlier run (\`--merge\`), not in this one.`, ""] : []),
     "**errand advantage** = how many times better errand is than that system on the headline figure (throughput: errand ÷ system; latency: system ÷ errand). Above 1.00× errand wins, below it loses.",
     "",
     "![throughput and latency](results.svg)",

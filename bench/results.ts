@@ -45,6 +45,8 @@ export interface BenchResults {
   systems: SystemInfo[];
   workloads: Array<Pick<WorkloadDef, "name" | "group" | "title" | "description" | "metrics">>;
   records: RunRecord[];
+  /** Set when workloads of an earlier run were merged in (--merge): which run. */
+  merged?: string;
 }
 
 export interface Summary {

@@ -5,6 +5,9 @@
  *   npm run bench -- --quick            about two minutes: small counts, 1 run
  *   npm run bench -- --only errand-postgres,pg-boss --workload process,latency --runs 5
  *   npm run bench -- --profile /tmp/prof   worker processes write V8 CPU profiles (--cpu-prof)
+ *   npm run bench -- --merge bench/results-quick.json   add an earlier run's workloads that this
+ *                                       run did not measure to the report (marked as such)
+ *   npm run bench -- --budget 45        seconds a processing/mixed run may take (default 90, quick 20)
  *
  * --workload takes names or prefixes: bulk, single, process (or process-c50-p4), latency
  * (or latency-100), mixed. Writes bench/RESULTS.md, bench/results.svg and bench/results.json
@@ -12,7 +15,7 @@
  * 127.0.0.1:6379 (BENCH_REDIS_URL).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
 import { join } from "node:path";
@@ -38,6 +41,8 @@ const { values: args } = parseArgs({
     workload: { type: "string" },
     runs: { type: "string" },
     profile: { type: "string" },
+    merge: { type: "string" },
+    budget: { type: "string" },
     "no-write": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -214,9 +219,25 @@ function headline(w: WorkloadDef, metrics: Record<string, number>): string {
     .join(", ");
 }
 
+/** Adds the workloads (and their systems) of an earlier results.json that this run did not measure. */
+function mergeEarlier(results: BenchResults, file: string): void {
+  const earlier = JSON.parse(readFileSync(file, "utf8")) as BenchResults;
+  const label = `${earlier.mode} run of ${earlier.date.slice(0, 16).replace("T", " ")} UTC, ${earlier.runs} run${earlier.runs > 1 ? "s" : ""}, load average ${earlier.machine.loadStart}`;
+  for (const w of earlier.workloads) {
+    if (results.workloads.some((x) => x.name === w.name)) continue;
+    results.workloads.push({ ...w, title: `${w.title} — from the ${label}` });
+    results.records.push(...earlier.records.filter((r) => r.workload === w.name));
+  }
+  for (const s of earlier.systems) if (!results.systems.some((x) => x.name === s.name)) results.systems.push(s);
+  const order = ["bulk", "single", "process", "latency", "mixed"];
+  results.workloads.sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
+  results.merged = label;
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
-  const counts = args.quick ? QUICK : FULL;
+  const counts = { ...(args.quick ? QUICK : FULL) };
+  if (args.budget) counts.budgetMs = Number(args.budget) * 1000;
   const runs = Number(args.runs ?? (args.quick ? 1 : 3));
   if (!Number.isInteger(runs) || runs < 1) throw new Error("--runs must be a positive integer");
 
@@ -289,6 +310,7 @@ async function main(): Promise<void> {
     await sweep();
   }
 
+  if (args.merge) mergeEarlier(results, args.merge);
   results.wallSeconds = (performance.now() - started) / 1000;
   results.machine.loadEnd = Number(loadavg()[0].toFixed(2));
   if (!args["no-write"]) {
