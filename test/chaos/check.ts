@@ -57,7 +57,7 @@ export interface RunStats {
   duplicateEffects: number;
   missingEffects: number;
   zombieOverlaps: number;
-  /** Executions that ran after their lease was taken away (a frozen or slow worker). */
+  /** Executions whose lease was taken away (rescued as lost) while they ran or before they began. */
   staleExecutions: number;
 }
 
@@ -189,7 +189,7 @@ export function checkRun(input: RunInput): Verdict {
       }
       used.set(claim, x);
       claimOf.set(x, claim);
-      if ((x.end ?? Number.POSITIVE_INFINITY) > claim.end + slack || x.start > claim.end + slack) stats.staleExecutions++;
+      if (claim.entry.outcome === "lost") stats.staleExecutions++;
     }
     for (let i = 0; i < execs.length; i++) {
       for (let j = i + 1; j < execs.length; j++) {

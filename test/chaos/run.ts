@@ -191,7 +191,8 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
         );
         timers.add(timer);
       } else if (kind === "terminate" && target.terminate) {
-        faults.terminate += await target.terminate(rand).catch(() => 0);
+        faults.terminate++;
+        faults.connectionsCut = (faults.connectionsCut ?? 0) + (await target.terminate(rand).catch(() => 0));
       }
     }
     await enqueuing;
