@@ -16,8 +16,16 @@ import pg from "pg";
 import { openErrand, silentLogger } from "../src/index.js";
 import type { AnyJobDefinition } from "../src/job.js";
 import { openPostgresStore } from "../src/store/postgres/index.js";
+import {
+  killAll,
+  type PrivatePostgres,
+  type Proc,
+  spawnWorker,
+  startPrivatePostgres,
+  stopAll,
+  whenReady,
+} from "../test/chaos/harness.js";
 import { clock } from "../test/fixtures/chaos-jobs.js";
-import { killAll, type PrivatePostgres, type Proc, spawnWorker, startPrivatePostgres, stopAll, whenReady } from "../test/chaos/harness.js";
 
 const env = process.env;
 const TOTAL = Number(env.SOAK_JOBS ?? 1_000_000);
@@ -40,13 +48,18 @@ async function rssMb(pid: number): Promise<number | null> {
 async function main(): Promise<void> {
   let server: PrivatePostgres | undefined;
   const procs: Proc[] = [];
-  const url = env.SOAK_PG_URL ?? (server = await startPrivatePostgres()).url;
+  if (!env.SOAK_PG_URL) server = await startPrivatePostgres();
+  const url = env.SOAK_PG_URL ?? (server as PrivatePostgres).url;
   const pool = new pg.Pool({ connectionString: url, max: 4, application_name: "soak" });
   pool.on("error", () => {});
   const store = openPostgresStore({ pool, schema: SCHEMA });
   try {
     await store.migrate();
-    const errand = await openErrand({ store, jobs: [clock] as unknown as AnyJobDefinition[], logger: silentLogger() });
+    const errand = await openErrand({
+      store,
+      jobs: [clock] as unknown as AnyJobDefinition[],
+      logger: silentLogger(),
+    });
     for (let i = 0; i < WORKERS; i++) {
       procs.push(
         spawnWorker({
@@ -61,13 +74,18 @@ async function main(): Promise<void> {
       );
     }
     await Promise.all(procs.map((p) => whenReady(p)));
-    console.log(`soak: ${TOTAL.toLocaleString("en")} jobs, ${WORKERS} workers × concurrency ${CONCURRENCY}, PostgreSQL ${server ? "private cluster" : url.replace(/\/\/[^@/]*@/, "//***@")}`);
+    console.log(
+      `soak: ${TOTAL.toLocaleString("en")} jobs, ${WORKERS} workers × concurrency ${CONCURRENCY}, PostgreSQL ${server ? "private cluster" : url.replace(/\/\/[^@/]*@/, "//***@")}`,
+    );
 
     const t0 = Date.now();
     let enqueued = 0;
     const counts = async () => {
       const s = (await store.stats()).find((q) => q.queue === "clock");
-      return { done: (s?.completed ?? 0) + (s?.failed ?? 0), pending: (s?.pending ?? 0) + (s?.delayed ?? 0) + (s?.running ?? 0) };
+      return {
+        done: (s?.completed ?? 0) + (s?.failed ?? 0),
+        pending: (s?.pending ?? 0) + (s?.delayed ?? 0) + (s?.running ?? 0),
+      };
     };
     const producer = (async () => {
       while (enqueued < TOTAL) {
@@ -77,7 +95,10 @@ async function main(): Promise<void> {
           continue;
         }
         const n = Math.min(BATCH, TOTAL - enqueued);
-        await errand.enqueueMany(clock, Array.from({ length: n }, () => ({ payload: { ms: 0, firstOnly: false } })));
+        await errand.enqueueMany(
+          clock,
+          Array.from({ length: n }, () => ({ payload: { ms: 0, firstOnly: false } })),
+        );
         enqueued += n;
       }
     })();
@@ -94,7 +115,9 @@ async function main(): Promise<void> {
         lastPrint = t;
         const prev = samples.length > 5 ? samples[samples.length - 6] : samples[0];
         const rate = (done - prev.done) / Math.max(0.001, t - prev.t);
-        console.log(`  ${t.toFixed(0).padStart(5)} s  ${done.toLocaleString("en").padStart(10)} done  ${Math.round(rate).toLocaleString("en").padStart(7)} jobs/s  RSS MB ${rss.join(" / ")}`);
+        console.log(
+          `  ${t.toFixed(0).padStart(5)} s  ${done.toLocaleString("en").padStart(10)} done  ${Math.round(rate).toLocaleString("en").padStart(7)} jobs/s  RSS MB ${rss.join(" / ")}`,
+        );
       }
       if (done >= TOTAL) break;
       if (procs.some((p) => p.done)) throw new Error("a worker process exited during the soak");
@@ -124,12 +147,19 @@ async function main(): Promise<void> {
       seconds: Math.round(seconds),
       jobsPerSecond: Math.round(TOTAL / seconds),
       startLatencyMs: { p50: lat.start_ms[0], p95: lat.start_ms[1], p99: lat.start_ms[2] },
-      finishLatencyMs: { p50: lat.finish_ms[0], p95: lat.finish_ms[1], p99: lat.finish_ms[2], max: Number(lat.max_finish_ms) },
+      finishLatencyMs: {
+        p50: lat.finish_ms[0],
+        p95: lat.finish_ms[1],
+        p99: lat.finish_ms[2],
+        max: Number(lat.max_finish_ms),
+      },
       rssMb: {
         afterWarmup: warm.length > 0 ? rssOf(warm[0]) : null,
         peak: Math.max(...samples.map(rssOf)),
         end: samples.length > 0 ? rssOf(samples[samples.length - 1]) : null,
-        timeline: samples.filter((_, i) => i % Math.max(1, Math.floor(samples.length / 20)) === 0).map((s) => ({ t: Math.round(s.t), done: s.done, rss: s.rss })),
+        timeline: samples
+          .filter((_, i) => i % Math.max(1, Math.floor(samples.length / 20)) === 0)
+          .map((s) => ({ t: Math.round(s.t), done: s.done, rss: s.rss })),
       },
     };
     console.log(

@@ -17,7 +17,8 @@ import { type PrivatePostgres, privatePostgresUnavailable, startPrivatePostgres 
 import { chaosRun } from "./run.js";
 
 const unavailable = privatePostgresUnavailable();
-if (unavailable && process.env.CI === "true") throw new Error(`CI=true requires the Postgres chaos test, but: ${unavailable}`);
+if (unavailable && process.env.CI === "true")
+  throw new Error(`CI=true requires the Postgres chaos test, but: ${unavailable}`);
 if (unavailable) console.warn(`# SKIPPED: ${unavailable}`);
 
 const SCHEMA = "errand_chaos";
@@ -30,55 +31,59 @@ after(async () => {
   server?.destroy();
 });
 
-test(
-  "PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_terminate_backend and a server restart",
-  { skip: unavailable ?? false, timeout: 420_000 },
-  async () => {
-    server = await startPrivatePostgres();
-    const url = server.url;
-    // The test's own connections are named apart, so pg_terminate_backend cuts only the workers'.
-    pool = new pg.Pool({ connectionString: url, max: 4, application_name: "chaos-inspector" });
-    pool.on("error", () => {});
-    store = openPostgresStore({ pool, schema: SCHEMA });
-    await store.migrate();
-    await pool.query(effectTableSql("postgres", SCHEMA));
-    const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
-      const client = new pg.Client({ connectionString: url, application_name: "chaos-admin" });
-      client.on("error", () => {});
-      await client.connect();
-      try {
-        return await fn(client);
-      } finally {
-        await client.end().catch(() => {});
-      }
-    };
-    const p = pool;
-    const srv = server;
-    const result = await chaosRun({
-      label: "postgres",
-      url,
-      schema: SCHEMA,
-      store,
-      faults: { kill9: 3, stop: 3, terminate: 3, restart: 0 },
-      async terminate(rand) {
-        return admin(async (c) => {
-          const { rows } = await c.query("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'errand%' AND pid <> pg_backend_pid()");
-          const victims = rows.map((r) => Number(r.pid)).filter(() => rand() < 0.5);
-          if (victims.length === 0) return 0;
-          const res = await c.query("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM unnest($1::int[]) AS pid", [victims]);
-          return Number(res.rows[0].n);
-        });
-      },
-      async restart() {
-        srv.restart();
-      },
-      effects: async () => (await p.query(`SELECT job_id AS "jobId", pid FROM "${SCHEMA}".chaos_effects`)).rows,
-      ledger: async () => (await p.query(`SELECT key, job_id::text AS "jobId" FROM "${SCHEMA}".ledger`)).rows,
-    });
-    assert.deepEqual(result.verdict.violations, [], result.summary);
-    assert.equal(result.faults.restart, 1, "the server was restarted once");
-    assert.ok(result.faults.terminate > 0 || result.faults.kill9 > 0, "connection faults were injected");
-    assert.equal(result.verdict.stats.lost, 0);
-    assert.equal(result.verdict.stats.duplicateEffects, 0);
-  },
-);
+test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_terminate_backend and a server restart", {
+  skip: unavailable ?? false,
+  timeout: 420_000,
+}, async () => {
+  server = await startPrivatePostgres();
+  const url = server.url;
+  // The test's own connections are named apart, so pg_terminate_backend cuts only the workers'.
+  pool = new pg.Pool({ connectionString: url, max: 4, application_name: "chaos-inspector" });
+  pool.on("error", () => {});
+  store = openPostgresStore({ pool, schema: SCHEMA });
+  await store.migrate();
+  await pool.query(effectTableSql("postgres", SCHEMA));
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: url, application_name: "chaos-admin" });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  };
+  const p = pool;
+  const srv = server;
+  const result = await chaosRun({
+    label: "postgres",
+    url,
+    schema: SCHEMA,
+    store,
+    faults: { kill9: 3, stop: 3, terminate: 3, restart: 0 },
+    async terminate(rand) {
+      return admin(async (c) => {
+        const { rows } = await c.query(
+          "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'errand%' AND pid <> pg_backend_pid()",
+        );
+        const victims = rows.map((r) => Number(r.pid)).filter(() => rand() < 0.5);
+        if (victims.length === 0) return 0;
+        const res = await c.query(
+          "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM unnest($1::int[]) AS pid",
+          [victims],
+        );
+        return Number(res.rows[0].n);
+      });
+    },
+    async restart() {
+      srv.restart();
+    },
+    effects: async () => (await p.query(`SELECT job_id AS "jobId", pid FROM "${SCHEMA}".chaos_effects`)).rows,
+    ledger: async () => (await p.query(`SELECT key, job_id::text AS "jobId" FROM "${SCHEMA}".ledger`)).rows,
+  });
+  assert.deepEqual(result.verdict.violations, [], result.summary);
+  assert.equal(result.faults.restart, 1, "the server was restarted once");
+  assert.ok(result.faults.terminate > 0 || result.faults.kill9 > 0, "connection faults were injected");
+  assert.equal(result.verdict.stats.lost, 0);
+  assert.equal(result.verdict.stats.duplicateEffects, 0);
+});

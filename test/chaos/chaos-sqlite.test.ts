@@ -20,7 +20,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test("SQLite: nothing lost, no effect twice, no overlap under valid leases, under kill -9 and SIGSTOP", { timeout: 420_000 }, async () => {
+test("SQLite: nothing lost, no effect twice, no overlap under valid leases, under kill -9 and SIGSTOP", {
+  timeout: 420_000,
+}, async () => {
   const path = join(dir, "errand.db");
   store = openSqliteStore({ path });
   await store.migrate();
@@ -31,8 +33,16 @@ test("SQLite: nothing lost, no effect twice, no overlap under valid leases, unde
     url: path,
     store,
     faults: { kill9: 3, stop: 3 },
-    effects: async () => db.prepare("SELECT CAST(job_id AS TEXT) AS jobId, pid FROM chaos_effects").all() as { jobId: string; pid: number }[],
-    ledger: async () => db.prepare("SELECT key, CAST(job_id AS TEXT) AS jobId FROM errand_ledger").all() as { key: string; jobId: string }[],
+    effects: async () =>
+      db.prepare("SELECT CAST(job_id AS TEXT) AS jobId, pid FROM chaos_effects").all() as {
+        jobId: string;
+        pid: number;
+      }[],
+    ledger: async () =>
+      db.prepare("SELECT key, CAST(job_id AS TEXT) AS jobId FROM errand_ledger").all() as {
+        key: string;
+        jobId: string;
+      }[],
   });
   assert.deepEqual(result.verdict.violations, [], result.summary);
   assert.ok(result.faults.kill9 + result.faults.stop > 0, "faults were injected");

@@ -118,7 +118,10 @@ export function checkRun(input: RunInput): Verdict {
     }
     if (!TERMINAL.has(job.state)) {
       stats.lost++;
-      fail("every job reached a terminal state", `job ${id} is ${job.state} (lockedUntil ${job.lockedUntil?.toISOString() ?? "null"})`);
+      fail(
+        "every job reached a terminal state",
+        `job ${id} is ${job.state} (lockedUntil ${job.lockedUntil?.toISOString() ?? "null"})`,
+      );
       continue;
     }
     if (job.state === "completed") stats.completed++;
@@ -130,19 +133,34 @@ export function checkRun(input: RunInput): Verdict {
     const last = job.attempts[job.attempts.length - 1];
     if (effects.length > 1) {
       stats.duplicateEffects += effects.length - 1;
-      fail("no effect happened twice", `job ${id}: ${effects.length} effects (pids ${effects.map((e) => e.pid).join(", ")})`);
+      fail(
+        "no effect happened twice",
+        `job ${id}: ${effects.length} effects (pids ${effects.map((e) => e.pid).join(", ")})`,
+      );
     }
     if (job.state === "completed") {
       if (effects.length === 0) {
         stats.missingEffects++;
-        fail("a completed job has its effect", `job ${id} completed without its effect (ledger ${ledger ? "has" : "lacks"} the key)`);
+        fail(
+          "a completed job has its effect",
+          `job ${id} completed without its effect (ledger ${ledger ? "has" : "lacks"} the key)`,
+        );
       } else if (effects.length === 1 && effects[0].pid !== pidOfWorker(last?.worker)) {
-        fail("the effect is the accepted execution's", `job ${id}: effect by pid ${effects[0].pid}, completion accepted from ${last?.worker}`);
+        fail(
+          "the effect is the accepted execution's",
+          `job ${id}: effect by pid ${effects[0].pid}, completion accepted from ${last?.worker}`,
+        );
       }
-      if (!ledger || ledger.jobId !== id) fail("the ledger records the effect", `job ${id}: ledger entry ${ledger ? `of job ${ledger.jobId}` : "missing"}`);
+      if (!ledger || ledger.jobId !== id)
+        fail(
+          "the ledger records the effect",
+          `job ${id}: ledger entry ${ledger ? `of job ${ledger.jobId}` : "missing"}`,
+        );
     } else {
-      if (effects.length > 0) fail("a failed job has no effect", `job ${id} failed but has ${effects.length} effect(s)`);
-      if (ledger) fail("a failed job has no ledger entry", `job ${id} failed but its effect key is in the ledger`);
+      if (effects.length > 0)
+        fail("a failed job has no effect", `job ${id} failed but has ${effects.length} effect(s)`);
+      if (ledger)
+        fail("a failed job has no ledger entry", `job ${id} failed but its effect key is in the ledger`);
     }
 
     // History: one entry per claim, in order, non-overlapping; the last one is the final state,
@@ -161,13 +179,20 @@ export function checkRun(input: RunInput): Verdict {
       if (!(c.start <= c.end + 1)) fail("history", `job ${id} entry ${k}: finished before it started`);
       const next = claims[k + 1];
       if (next && !(c.end <= next.start + 1)) {
-        fail("claims never overlap", `job ${id}: claim ${k + 1} (${next.entry.worker}) started at ${next.entry.startedAt}, before claim ${k} ended at ${c.entry.finishedAt}`);
+        fail(
+          "claims never overlap",
+          `job ${id}: claim ${k + 1} (${next.entry.worker}) started at ${next.entry.startedAt}, before claim ${k} ended at ${c.entry.finishedAt}`,
+        );
       }
       if (k < claims.length - 1 && !RETRY_REASONS.has(c.entry.outcome)) {
-        fail("every re-run has its reason in the history", `job ${id} entry ${k}: outcome ${c.entry.outcome} was followed by another claim`);
+        fail(
+          "every re-run has its reason in the history",
+          `job ${id} entry ${k}: outcome ${c.entry.outcome} was followed by another claim`,
+        );
       }
     }
-    if (last && last.outcome !== job.state) fail("history", `job ${id} is ${job.state} but its last entry says ${last.outcome}`);
+    if (last && last.outcome !== job.state)
+      fail("history", `job ${id} is ${job.state} but its last entry says ${last.outcome}`);
 
     // Executions: each belongs to one claim of its own; none overlaps another under valid leases.
     const execs = execsOf.get(id) ?? [];
@@ -177,14 +202,22 @@ export function checkRun(input: RunInput): Verdict {
     const claimOf = new Map<Execution, Claim>();
     const used = new Map<Claim, Execution>();
     for (const x of execs) {
-      const candidates = claims.filter((c) => c.pid === x.pid && c.entry.attempt === x.attempt && c.start <= x.start + slack);
+      const candidates = claims.filter(
+        (c) => c.pid === x.pid && c.entry.attempt === x.attempt && c.start <= x.start + slack,
+      );
       const claim = candidates[candidates.length - 1];
       if (!claim) {
-        fail("every execution is a claim", `job ${id}: execution by pid ${x.pid}, attempt ${x.attempt} at ${x.start} matches no claim`);
+        fail(
+          "every execution is a claim",
+          `job ${id}: execution by pid ${x.pid}, attempt ${x.attempt} at ${x.start} matches no claim`,
+        );
         continue;
       }
       if (used.has(claim)) {
-        fail("a claim runs once", `job ${id}: two executions of the claim of ${claim.entry.worker}, attempt ${x.attempt}`);
+        fail(
+          "a claim runs once",
+          `job ${id}: two executions of the claim of ${claim.entry.worker}, attempt ${x.attempt}`,
+        );
         continue;
       }
       used.set(claim, x);
@@ -213,7 +246,8 @@ export function checkRun(input: RunInput): Verdict {
   }
 
   const violations = [...problems].map(
-    ([rule, details]) => `${rule}: ${details.length} violation(s), e.g.\n    ${details.slice(0, 5).join("\n    ")}`,
+    ([rule, details]) =>
+      `${rule}: ${details.length} violation(s), e.g.\n    ${details.slice(0, 5).join("\n    ")}`,
   );
   return { stats, violations };
 }

@@ -25,7 +25,22 @@ import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
 import { clock } from "../fixtures/chaos-jobs.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
-import { allJobs, CLI, readExecutions, CLOCK_SHIFT, JOBS, killAll, type Proc, scratchDir, signal, spawnNode, spawnWorker, stopAll, waitUntil, whenReady } from "./harness.js";
+import {
+  allJobs,
+  CLI,
+  CLOCK_SHIFT,
+  JOBS,
+  killAll,
+  type Proc,
+  readExecutions,
+  scratchDir,
+  signal,
+  spawnNode,
+  spawnWorker,
+  stopAll,
+  waitUntil,
+  whenReady,
+} from "./harness.js";
 
 const HOURS_3 = 3 * 3_600_000;
 const LEASE_MS = 1000;
@@ -75,7 +90,11 @@ for (const target of targets) {
       const dir = scratchDir(`errand-clock-${target.name}-`);
       const { store, url, schema, cleanup } = await target.open(dir);
       const procs: Proc[] = [];
-      const errand = await openErrand({ store, jobs: [clock] as unknown as AnyJobDefinition[], logger: silentLogger() });
+      const errand = await openErrand({
+        store,
+        jobs: [clock] as unknown as AnyJobDefinition[],
+        logger: silentLogger(),
+      });
       const dbNow = async () => (await store.now()).getTime();
       const env = (shift: number) => ({
         CHAOS_URL: url,
@@ -110,14 +129,22 @@ for (const target of targets) {
       const longJob = async (holder: Proc) => {
         const job = await errand.enqueue(clock, { ms: 3.5 * LEASE_MS, firstOnly: false });
         const done = await finished(job.id);
-        assert.deepEqual(outcomes(done), ["completed"], `a job running 3.5 leases on worker ${holder.pid} keeps its lease`);
+        assert.deepEqual(
+          outcomes(done),
+          ["completed"],
+          `a job running 3.5 leases on worker ${holder.pid} keeps its lease`,
+        );
         assert.equal(done.attempts[0].worker, `chaos:${holder.pid}`);
       };
 
       /** Kills the holder of a running job; a worker skewed by `rescuerShift` must rescue it one lease later. */
       const killAndRescue = async (victim: Proc, rescuerShift: number) => {
         const job = await errand.enqueue(clock, { ms: 60_000, firstOnly: true });
-        await waitUntil(async () => (await store.getJob(job.id))?.lockedBy === `chaos:${victim.pid}`, "the victim to hold the job", 30_000);
+        await waitUntil(
+          async () => (await store.getJob(job.id))?.lockedBy === `chaos:${victim.pid}`,
+          "the victim to hold the job",
+          30_000,
+        );
         // Let a heartbeat or two extend the lease first, so the deadline is one the victim wrote.
         await new Promise((r) => setTimeout(r, 1.5 * LEASE_MS));
         signal(victim, "SIGKILL");
@@ -130,18 +157,37 @@ for (const target of targets) {
         assert.deepEqual(outcomes(done), ["lost", "completed"], "rescued once, then completed");
         assert.equal(done.attempts[1].worker, `chaos:${rescuer.pid}`);
         const rescuedAt = Date.parse(done.attempts[0].finishedAt);
-        assert.ok(rescuedAt >= held.lockedUntil.getTime(), "not rescued before the lease (database clock) ran out");
+        assert.ok(
+          rescuedAt >= held.lockedUntil.getTime(),
+          "not rescued before the lease (database clock) ran out",
+        );
         assert.ok(
           rescuedAt - killedAt < 20_000,
           `rescued ${rescuedAt - killedAt} ms after the kill (lease ${LEASE_MS} ms), not hours later`,
         );
-        assert.ok(held.lockedUntil.getTime() - killedAt <= LEASE_MS + 200, "the lease deadline is at most one lease after the last heartbeat");
+        assert.ok(
+          held.lockedUntil.getTime() - killedAt <= LEASE_MS + 200,
+          "the lease deadline is at most one lease after the last heartbeat",
+        );
         return rescuer;
       };
 
       /** `errand enqueue --delay 3s` from a process whose clock is `shift` off. */
       const delayedEnqueue = async (shift: number) => {
-        const args = ["--url", url, ...(schema ? ["--schema", schema] : []), "enqueue", "clock", "--jobs", JOBS, "--payload", '{"ms":0}', "--delay", "3s", "--json"];
+        const args = [
+          "--url",
+          url,
+          ...(schema ? ["--schema", schema] : []),
+          "enqueue",
+          "clock",
+          "--jobs",
+          JOBS,
+          "--payload",
+          '{"ms":0}',
+          "--delay",
+          "3s",
+          "--json",
+        ];
         const proc = spawnNode(CLI, args, { CHAOS_CLOCK_SHIFT_MS: String(shift) }, CLOCK_SHIFT);
         procs.push(proc);
         const exit = await proc.exited;
@@ -150,7 +196,10 @@ for (const target of targets) {
         const job = await store.getJob(String(enqueued.id));
         assert.ok(job);
         const delay = job.runAt.getTime() - job.createdAt.getTime();
-        assert.ok(delay >= 2_990 && delay <= 3_500, `run_at is 3 s after creation on the database clock, not ${delay} ms (clock ${shift / 3_600_000} h)`);
+        assert.ok(
+          delay >= 2_990 && delay <= 3_500,
+          `run_at is 3 s after creation on the database clock, not ${delay} ms (clock ${shift / 3_600_000} h)`,
+        );
         return job;
       };
 
@@ -162,7 +211,10 @@ for (const target of targets) {
         await longJob(ahead);
         // The shift is real: the worker's own traces are stamped 3 h ahead.
         const traced = readExecutions(dir).find((x) => x.pid === ahead.pid);
-        assert.ok(traced && Math.abs(traced.start - Date.now() - HOURS_3) < 60_000, "the worker's clock runs 3 h ahead");
+        assert.ok(
+          traced && Math.abs(traced.start - Date.now() - HOURS_3) < 60_000,
+          "the worker's clock runs 3 h ahead",
+        );
         const behind = await killAndRescue(ahead, -HOURS_3);
         // Phase 2: the other way round.
         await longJob(behind);
@@ -171,7 +223,10 @@ for (const target of targets) {
         for (const d of delayed) {
           const done = await finished(d.id);
           assert.equal(done.state, "completed");
-          assert.ok(Date.parse(done.attempts[0].startedAt) >= d.runAt.getTime(), "a delayed job is not claimed before its run_at");
+          assert.ok(
+            Date.parse(done.attempts[0].startedAt) >= d.runAt.getTime(),
+            "a delayed job is not claimed before its run_at",
+          );
         }
 
         // Schedules: every slot the skewed workers fired is a second of the database clock.
@@ -181,7 +236,10 @@ for (const target of targets) {
           .map((j) => ({ job: j, slot: Date.parse(j.key!.slice("cron:every-second:".length)) }));
         assert.ok(slots.length >= 3, `the schedule fired (${slots.length} slots)`);
         for (const { job, slot } of slots) {
-          assert.ok(slot >= startedAt - 2_000 && slot <= now + 1_000, `slot ${job.key} lies within the run on the database clock`);
+          assert.ok(
+            slot >= startedAt - 2_000 && slot <= now + 1_000,
+            `slot ${job.key} lies within the run on the database clock`,
+          );
           assert.equal(job.runAt.getTime(), slot, "a slot's job is due at its slot");
         }
         assert.equal(new Set(slots.map((s) => s.slot)).size, slots.length, "each slot fired once");

@@ -35,7 +35,10 @@ for (const target of targets) {
           const table = `"${pg.schema}".effects`;
           await pg.pool.query(`CREATE TABLE ${table} (job_id text NOT NULL)`);
           effect = async (tx, id) => {
-            await (tx as { query(sql: string, v: unknown[]): Promise<unknown> }).query(`INSERT INTO ${table} (job_id) VALUES ($1)`, [id]);
+            await (tx as { query(sql: string, v: unknown[]): Promise<unknown> }).query(
+              `INSERT INTO ${table} (job_id) VALUES ($1)`,
+              [id],
+            );
           };
           count = async () => Number((await pg.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
         } else {
@@ -66,7 +69,10 @@ for (const target of targets) {
         }, "the job to finish");
         await worker.stop();
         assert.equal(done.state, "completed");
-        assert.deepEqual(done.attempts.map((a) => a.outcome), ["retried", "completed"]);
+        assert.deepEqual(
+          done.attempts.map((a) => a.outcome),
+          ["retried", "completed"],
+        );
         assert.equal(await count(), 1, "exactly one effect");
         assert.deepEqual(await errand.store.ledgerGet(`effect:${enqueued.id}`), { found: true, value: null });
       } finally {

@@ -21,7 +21,18 @@ import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
 import { hold } from "../fixtures/chaos-jobs.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
-import { killAll, type Proc, readExecutions, readFinishes, scratchDir, signal, spawnWorker, stopAll, waitUntil, whenReady } from "./harness.js";
+import {
+  killAll,
+  type Proc,
+  readExecutions,
+  readFinishes,
+  scratchDir,
+  signal,
+  spawnWorker,
+  stopAll,
+  waitUntil,
+  whenReady,
+} from "./harness.js";
 
 interface Target {
   name: string;
@@ -67,17 +78,31 @@ const LATE_KIND = { complete: "completed", fail: "failed", retry: "retry", tx: "
 
 for (const target of targets) {
   describe(`fencing on ${target.name}`, { skip: target.skip }, () => {
-    test("a worker paused past its lease cannot complete, fail or retry the job another worker took over", { timeout: 180_000 }, async () => {
+    test("a worker paused past its lease cannot complete, fail or retry the job another worker took over", {
+      timeout: 180_000,
+    }, async () => {
       const dir = scratchDir(`errand-fence-${target.name}-`);
       const { store, env, cleanup } = await target.open(dir);
       const procs: Proc[] = [];
       const t0 = Date.now();
-      const step = (what: string) => console.log(`# fencing ${target.name} +${((Date.now() - t0) / 1000).toFixed(1)}s: ${what}`);
+      const step = (what: string) =>
+        console.log(`# fencing ${target.name} +${((Date.now() - t0) / 1000).toFixed(1)}s: ${what}`);
       try {
-        const errand = await openErrand({ store, jobs: [hold] as unknown as AnyJobDefinition[], logger: silentLogger() });
+        const errand = await openErrand({
+          store,
+          jobs: [hold] as unknown as AnyJobDefinition[],
+          logger: silentLogger(),
+        });
         const ids: Record<string, string> = {};
         for (const mode of MODES) ids[mode] = (await errand.enqueue(hold, { mode })).id;
-        const workerEnv = { ...env, CHAOS_DIR: dir, CHAOS_QUEUES: "hold", CHAOS_CONCURRENCY: "4", CHAOS_LEASE_MS: "1000", CHAOS_POLL_MS: "100" };
+        const workerEnv = {
+          ...env,
+          CHAOS_DIR: dir,
+          CHAOS_QUEUES: "hold",
+          CHAOS_CONCURRENCY: "4",
+          CHAOS_LEASE_MS: "1000",
+          CHAOS_POLL_MS: "100",
+        };
 
         // A claims all four and freezes in the first handler; then it is stopped for good measure.
         const a = spawnWorker(workerEnv);
@@ -101,7 +126,10 @@ for (const target of targets) {
         procs.push(b);
         await whenReady(b);
         await waitUntil(
-          async () => (await Promise.all(MODES.map((m) => store.getJob(ids[m])))).every((j) => j?.state === "completed"),
+          async () =>
+            (await Promise.all(MODES.map((m) => store.getJob(ids[m])))).every(
+              (j) => j?.state === "completed",
+            ),
           "worker B to rescue and complete the four jobs",
           60_000,
         );
@@ -140,7 +168,11 @@ for (const target of targets) {
           );
         }
         const bWrites = readFinishes(dir).filter((f) => f.pid === b.pid);
-        assert.equal(bWrites.filter((f) => f.applied && f.kind === "completed").length, MODES.length, "B's completions were applied");
+        assert.equal(
+          bWrites.filter((f) => f.applied && f.kind === "completed").length,
+          MODES.length,
+          "B's completions were applied",
+        );
         await errand.close();
       } finally {
         await killAll(procs);

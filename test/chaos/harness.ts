@@ -3,7 +3,15 @@
  * PostgreSQL cluster, a seeded PRNG, and reading back the traces the fixtures leave.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,7 +44,13 @@ export function prng(seed: number): () => number {
 /** The environment of a child: none of the outside ERRAND_* / CHAOS_* settings, plus `env`. */
 export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("ERRAND_") && !k.startsWith("CHAOS_") && k !== "NODE_OPTIONS" && k !== "NODE_TEST_CONTEXT"),
+    Object.entries(process.env).filter(
+      ([k]) =>
+        !k.startsWith("ERRAND_") &&
+        !k.startsWith("CHAOS_") &&
+        k !== "NODE_OPTIONS" &&
+        k !== "NODE_TEST_CONTEXT",
+    ),
   );
   return { ...base, NODE_NO_WARNINGS: "1", ...env };
 }
@@ -52,9 +66,18 @@ export interface Proc {
 }
 
 /** Spawns `node [--import preload] --import tsx <script> ...args`. */
-export function spawnNode(script: string, args: string[], env: Record<string, string>, preload?: string): Proc {
+export function spawnNode(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  preload?: string,
+): Proc {
   const nodeArgs = [...(preload ? ["--import", preload] : []), "--import", "tsx", script, ...args];
-  const child = spawn(process.execPath, nodeArgs, { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, nodeArgs, {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => {
@@ -92,11 +115,17 @@ export function spawnWorker(env: Record<string, string>, preload?: string): Proc
 }
 
 /** Waits until a worker says ready (or fails with its stderr). */
-export async function whenReady(proc: Proc, timeoutMs = 60_000): Promise<void> {
-  await waitUntil(() => {
-    if (proc.done) throw new Error(`worker ${proc.pid} exited before it was ready:\n${proc.stderr().slice(-3000)}`);
-    return proc.stdout().includes("ready ");
-  }, `worker ${proc.pid} to be ready`, timeoutMs, 50);
+export async function whenReady(proc: Proc, timeoutMs = 180_000): Promise<void> {
+  await waitUntil(
+    () => {
+      if (proc.done)
+        throw new Error(`worker ${proc.pid} exited before it was ready:\n${proc.stderr().slice(-3000)}`);
+      return proc.stdout().includes("ready ");
+    },
+    `worker ${proc.pid} to be ready`,
+    timeoutMs,
+    50,
+  );
 }
 
 /** Sends a signal if the process still runs. */
@@ -166,7 +195,8 @@ export interface PrivatePostgres {
 
 /** Why a private cluster cannot be started here, or null. */
 export function privatePostgresUnavailable(): string | null {
-  if (!existsSync(join(PG_BIN, "initdb")) || !existsSync(join(PG_BIN, "pg_ctl"))) return `no PostgreSQL binaries in ${PG_BIN}`;
+  if (!existsSync(join(PG_BIN, "initdb")) || !existsSync(join(PG_BIN, "pg_ctl")))
+    return `no PostgreSQL binaries in ${PG_BIN}`;
   if (process.getuid?.() !== 0) {
     return "a private PostgreSQL cluster is started as the postgres user with runuser, which needs root";
   }
@@ -213,7 +243,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB`;
   const pgCtl = (action: string, extra: string[] = []) =>
-    asPostgres("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "120", "-o", options, ...extra, action]);
+    asPostgres("pg_ctl", [
+      "-D",
+      data,
+      "-l",
+      join(dir, "server.log"),
+      "-w",
+      "-t",
+      "120",
+      "-o",
+      options,
+      ...extra,
+      action,
+    ]);
   const instance: PrivatePostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -235,15 +277,30 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   };
   live.add(instance);
   try {
-    asPostgres("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+    asPostgres("initdb", [
+      "-D",
+      data,
+      "-A",
+      "trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--no-sync",
+      "--no-instructions",
+    ]);
     writeFileSync(join(dir, "server.log"), "");
     chownSync(join(dir, "server.log"), uid, gid);
     pgCtl("start");
   } catch (err) {
-    const log = existsSync(join(dir, "server.log")) ? readFileSync(join(dir, "server.log"), "utf8").slice(-2000) : "";
+    const log = existsSync(join(dir, "server.log"))
+      ? readFileSync(join(dir, "server.log"), "utf8").slice(-2000)
+      : "";
     instance.destroy();
     const e = err as { stderr?: Buffer; message: string };
-    throw new Error(`could not start a private PostgreSQL: ${e.message}\n${e.stderr?.toString() ?? ""}\n${log}`);
+    throw new Error(
+      `could not start a private PostgreSQL: ${e.message}\n${e.stderr?.toString() ?? ""}\n${log}`,
+    );
   }
   return instance;
 }
@@ -280,7 +337,14 @@ export function readExecutions(dir: string): Execution[] {
     for (const line of readFileSync(join(dir, file), "utf8").split("\n")) {
       const [tag, jobId, attempt, pid, ms, how] = line.split(" ");
       if (tag === "S") {
-        const e: Execution = { jobId, attempt: Number(attempt), pid: Number(pid), start: Number(ms), end: null, how: null };
+        const e: Execution = {
+          jobId,
+          attempt: Number(attempt),
+          pid: Number(pid),
+          start: Number(ms),
+          end: null,
+          how: null,
+        };
         out.push(e);
         open.set(`${jobId}:${attempt}`, e);
       } else if (tag === "E") {

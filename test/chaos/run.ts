@@ -18,7 +18,18 @@ import type { AnyJobDefinition } from "../../src/job.js";
 import type { Store } from "../../src/store/types.js";
 import { CHAOS_MODES, type ChaosMode, chaos } from "../fixtures/chaos-jobs.js";
 import { checkRun, type EffectRow, type LedgerRow, summaryLine, type Verdict } from "./check.js";
-import { allJobs, killAll, type Proc, prng, readExecutions, scratchDir, signal, spawnWorker, stopAll, whenReady } from "./harness.js";
+import {
+  allJobs,
+  killAll,
+  type Proc,
+  prng,
+  readExecutions,
+  scratchDir,
+  signal,
+  spawnWorker,
+  stopAll,
+  whenReady,
+} from "./harness.js";
 
 export type FaultKind = "kill9" | "stop" | "terminate" | "restart";
 
@@ -55,7 +66,9 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
   const total = Number(env.CHAOS_JOBS ?? 1500);
   const workerCount = Number(env.CHAOS_WORKERS ?? 4);
   const settleMs = Number(env.CHAOS_SETTLE_MS ?? 180_000);
-  console.log(`# chaos ${target.label}: seed ${seed} (reproduce with CHAOS_SEED=${seed} CHAOS_JOBS=${total})`);
+  console.log(
+    `# chaos ${target.label}: seed ${seed} (reproduce with CHAOS_SEED=${seed} CHAOS_JOBS=${total})`,
+  );
   const rand = prng(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)];
   const dir = scratchDir(`errand-chaos-${target.label}-`);
@@ -101,7 +114,11 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
     });
     for (const m of CHAOS_MODES) if (m !== "normal") faults[m] = modes[m];
 
-    errand = await openErrand({ store: target.store, jobs: [chaos] as unknown as AnyJobDefinition[], logger: silentLogger() });
+    errand = await openErrand({
+      store: target.store,
+      jobs: [chaos] as unknown as AnyJobDefinition[],
+      logger: silentLogger(),
+    });
     const workers = Array.from({ length: workerCount }, launch);
     await Promise.all(workers.map((w) => whenReady(w)));
     const t0 = Date.now();
@@ -144,7 +161,9 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
     // Faults at random moments for CHAOS_FAULT_MS (default 15 s, while the jobs are enqueued and
     // run), or until at most 5% of the jobs are left once all are enqueued.
     const faultMs = Number(env.CHAOS_FAULT_MS ?? 15_000);
-    const kinds = Object.entries({ kill9: 3, stop: 3, ...target.faults }).filter(([k]) => k !== "restart") as [FaultKind, number][];
+    const kinds = Object.entries({ kill9: 3, stop: 3, ...target.faults }).filter(
+      ([k]) => k !== "restart",
+    ) as [FaultKind, number][];
     const weight = kinds.reduce((s, [, w]) => s + w, 0);
     let restarted = !target.restart;
     const restartAfter = 4000 + rand() * 6000;
@@ -167,7 +186,11 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
         continue;
       }
       let r = rand() * weight;
-      const [kind] = kinds.find(([, w]) => (r -= w) < 0) ?? kinds[0];
+      const [kind] =
+        kinds.find(([, w]) => {
+          r -= w;
+          return r < 0;
+        }) ?? kinds[0];
       const running = [...procs].filter((p) => !stopped.has(p));
       if (kind === "kill9") {
         if (running.length === 0) continue;
@@ -211,12 +234,25 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
     }
     await stopAll(procs, 15_000);
 
-    const [jobs, effects, ledger] = [await allJobs(target.store), await target.effects(), await target.ledger()];
+    const [jobs, effects, ledger] = [
+      await allJobs(target.store),
+      await target.effects(),
+      await target.ledger(),
+    ];
     const executions = readExecutions(dir);
-    const verdict = checkRun({ expectedIds: ids, jobs, effects, ledger, executions, effectKey: (id) => `effect:${id}` });
+    const verdict = checkRun({
+      expectedIds: ids,
+      jobs,
+      effects,
+      ledger,
+      executions,
+      effectKey: (id) => `effect:${id}`,
+    });
     const running = jobs.filter((j) => j.state === "running");
     if (running.length > 0) {
-      verdict.violations.push(`no job is left running once every worker stopped: ${running.length} running (e.g. ${running[0].id})`);
+      verdict.violations.push(
+        `no job is left running once every worker stopped: ${running.length} running (e.g. ${running[0].id})`,
+      );
     }
     const seconds = (Date.now() - started) / 1000;
     const summary = summaryLine(target.label, { seed, workers: workerCount, seconds }, faults, verdict.stats);
@@ -225,13 +261,28 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
       mkdirSync(env.CHAOS_REPORT_DIR, { recursive: true });
       writeFileSync(
         join(env.CHAOS_REPORT_DIR, `${target.label}.json`),
-        JSON.stringify({ label: target.label, seed, seconds, workers: workerCount, processes: everyProc.length, faults, stats: verdict.stats, violations: verdict.violations }, null, 2),
+        JSON.stringify(
+          {
+            label: target.label,
+            seed,
+            seconds,
+            workers: workerCount,
+            processes: everyProc.length,
+            faults,
+            stats: verdict.stats,
+            violations: verdict.violations,
+          },
+          null,
+          2,
+        ),
       );
     }
     if (verdict.violations.length > 0) {
       keep = true;
-      const crashed = everyProc.filter((p) => p.done && p.stderr().includes("\"level\":60")).length;
-      console.log(`# ${verdict.violations.length} rule(s) broken; ${crashed} worker(s) logged a fatal error; traces kept in ${dir}`);
+      const crashed = everyProc.filter((p) => p.done && p.stderr().includes('"level":60')).length;
+      console.log(
+        `# ${verdict.violations.length} rule(s) broken; ${crashed} worker(s) logged a fatal error; traces kept in ${dir}`,
+      );
     }
     return { verdict, summary, faults, seed, seconds };
   } finally {

@@ -15,7 +15,14 @@ import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { z } from "zod";
-import { createFetchHandler, defineJob, type Errand, openErrand, silentLogger, toNodeHandler } from "../../src/index.js";
+import {
+  createFetchHandler,
+  defineJob,
+  type Errand,
+  openErrand,
+  silentLogger,
+  toNodeHandler,
+} from "../../src/index.js";
 
 const RUNS = Number(process.env.ERRAND_FUZZ_RUNS ?? 60);
 const SECRET = "fuzz-cron-secret-9d8c7b6a";
@@ -104,9 +111,26 @@ const paths = fc.oneof(
     "/api/jobs/\u00e9",
     "*",
   ),
-  fc.array(fc.constantFrom("api", "jobs", "cron", "tick", "..", "%2e%2e", "%00", "1", "retry", "%ff", "~", ";", "a".repeat(300)), { minLength: 1, maxLength: 6 }).map(
-    (segments) => `/${segments.join("/")}`,
-  ),
+  fc
+    .array(
+      fc.constantFrom(
+        "api",
+        "jobs",
+        "cron",
+        "tick",
+        "..",
+        "%2e%2e",
+        "%00",
+        "1",
+        "retry",
+        "%ff",
+        "~",
+        ";",
+        "a".repeat(300),
+      ),
+      { minLength: 1, maxLength: 6 },
+    )
+    .map((segments) => `/${segments.join("/")}`),
 );
 const auth = fc.constantFrom<[string, string][]>(
   [],
@@ -133,41 +157,53 @@ const contentType = fc.constantFrom<[string, string][]>(
   [["Content-Type", "ünïcode/☃"]],
 );
 const body = fc.oneof(
-  fc.constantFrom(
-    "",
-    "{",
-    "[]",
-    "null",
-    '{"ids":[1,2,"x"]}',
-    '{"ids":"1"}',
-    '{"all":true}',
-    '{"queue":"fuzz","all":true}',
-    '{"__proto__":{"polluted":1},"ids":[1]}',
-    '{"constructor":{"prototype":{"polluted":1}}}',
-    '{"ids":[' + "1,".repeat(5000) + "1]}",
-    "\u0000\u0001",
-    '{"a":"\ud800"}',
-  ).map((s) => Buffer.from(s, "utf8")),
+  fc
+    .constantFrom(
+      "",
+      "{",
+      "[]",
+      "null",
+      '{"ids":[1,2,"x"]}',
+      '{"ids":"1"}',
+      '{"all":true}',
+      '{"queue":"fuzz","all":true}',
+      '{"__proto__":{"polluted":1},"ids":[1]}',
+      '{"constructor":{"prototype":{"polluted":1}}}',
+      '{"ids":[' + "1,".repeat(5000) + "1]}",
+      "\u0000\u0001",
+      '{"a":"\ud800"}',
+    )
+    .map((s) => Buffer.from(s, "utf8")),
   fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)),
   fc.constantFrom(70_000, 300_000).map((n) => Buffer.from(`{"pad":"${"x".repeat(n)}"}`)),
   fc.constant(Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])), // invalid UTF-8
 );
-const extraHeaders = fc.oneof({ arbitrary: fc.constant<[string, string][]>([]), weight: 8 }, { arbitrary: fc.constantFrom<[string, string][]>(
-  [["Origin", "http://evil.test"]],
-  [["Sec-Fetch-Site", "cross-site"]],
-  [["X-Forwarded-Proto", "https"]],
-  [["Transfer-Encoding", "chunked"]], // with no chunked body: malformed framing
-  [["X-Injected", "a\r\nX-Evil: 1"]], // header injection: a CRLF inside a value
-  [["X-Huge", "h".repeat(20_000)]], // past node's header size limit
-  [["Bad Header", "space in the name"]],
-  [["X-Nul", "a\u0000b"]],
-), weight: 3 });
+const extraHeaders = fc.oneof(
+  { arbitrary: fc.constant<[string, string][]>([]), weight: 8 },
+  {
+    arbitrary: fc.constantFrom<[string, string][]>(
+      [["Origin", "http://evil.test"]],
+      [["Sec-Fetch-Site", "cross-site"]],
+      [["X-Forwarded-Proto", "https"]],
+      [["Transfer-Encoding", "chunked"]], // with no chunked body: malformed framing
+      [["X-Injected", "a\r\nX-Evil: 1"]], // header injection: a CRLF inside a value
+      [["X-Huge", "h".repeat(20_000)]], // past node's header size limit
+      [["Bad Header", "space in the name"]],
+      [["X-Nul", "a\u0000b"]],
+    ),
+    weight: 3,
+  },
+);
 const request: fc.Arbitrary<Req> = fc.record({
   method: fc.constantFrom("GET", "POST", "POST", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "FOO"),
   path: paths,
   headers: fc.tuple(auth, contentType, extraHeaders).map(([a, c, e]) => [...a, ...c, ...e]),
   body,
-  length: fc.oneof({ arbitrary: fc.constant(true), weight: 6 }, { arbitrary: fc.constant(false), weight: 1 }, { arbitrary: fc.constantFrom("-1", "abc", "99999999", "5, 6"), weight: 1 }),
+  length: fc.oneof(
+    { arbitrary: fc.constant(true), weight: 6 },
+    { arbitrary: fc.constant(false), weight: 1 },
+    { arbitrary: fc.constantFrom("-1", "abc", "99999999", "5, 6"), weight: 1 },
+  ),
 });
 
 interface Server_ {
@@ -212,32 +248,59 @@ describe("HTTP fuzz: tick endpoint and JSON API on node:http", () => {
     ["tick on", () => on],
     ["tick off", () => off],
   ] as const) {
-    test(`${label}: every fuzzed request gets a 4xx (or a 2xx when well-formed and authorized), never a 500`, { timeout: 300_000 }, async () => {
+    test(`${label}: every fuzzed request gets a 4xx (or a 2xx when well-formed and authorized), never a 500`, {
+      timeout: 300_000,
+    }, async () => {
       const statuses = new Map<number, number>();
       await fc.assert(
         fc.asyncProperty(request, async (req) => {
           const answer = await rawRequest(target().port, encode(req));
           statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-          const disabledTick = label === "tick off" && req.path.startsWith("/api/cron/tick") && answer.status === 503;
-          assert.ok(answer.status < 500 || disabledTick, `${req.method} ${req.path.slice(0, 80)} answered ${answer.status}:\n${answer.head.slice(0, 300)}`);
+          const disabledTick =
+            label === "tick off" && req.path.startsWith("/api/cron/tick") && answer.status === 503;
+          assert.ok(
+            answer.status < 500 || disabledTick,
+            `${req.method} ${req.path.slice(0, 80)} answered ${answer.status}:\n${answer.head.slice(0, 300)}`,
+          );
           assert.equal(await jobCount(), 0, "no job stored");
         }),
         { numRuns: RUNS * 3 },
       );
       // Still serving, and nothing escaped as an uncaught error.
-      const health = await rawRequest(target().port, encode({ method: "GET", path: "/api/stats", headers: [["Authorization", `Bearer ${TOKEN}`]], body: Buffer.alloc(0), length: false }));
+      const health = await rawRequest(
+        target().port,
+        encode({
+          method: "GET",
+          path: "/api/stats",
+          headers: [["Authorization", `Bearer ${TOKEN}`]],
+          body: Buffer.alloc(0),
+          length: false,
+        }),
+      );
       assert.equal(health.status, 200);
       assert.deepEqual(unexpected, []);
-      console.log(`# ${label}: statuses ${[...statuses].sort().map(([s, n]) => `${s}×${n}`).join(" ")}`);
+      console.log(
+        `# ${label}: statuses ${[...statuses]
+          .sort()
+          .map(([s, n]) => `${s}×${n}`)
+          .join(" ")}`,
+      );
     });
   }
 
   test("the tick endpoint: no secret → 503, wrong or missing token → 401, nothing done", async () => {
     await errand.enqueue(ping, {});
     const tick = (port: number, headers: [string, string][]) =>
-      rawRequest(port, encode({ method: "POST", path: "/api/cron/tick", headers, body: Buffer.alloc(0), length: true }));
+      rawRequest(
+        port,
+        encode({ method: "POST", path: "/api/cron/tick", headers, body: Buffer.alloc(0), length: true }),
+      );
     assert.equal((await tick(off.port, [["Authorization", `Bearer ${SECRET}`]])).status, 503);
-    for (const headers of [[], [["Authorization", `Bearer ${SECRET.slice(0, -1)}`]], [["Authorization", `Bearer ${TOKEN}`]]] as [string, string][][]) {
+    for (const headers of [
+      [],
+      [["Authorization", `Bearer ${SECRET.slice(0, -1)}`]],
+      [["Authorization", `Bearer ${TOKEN}`]],
+    ] as [string, string][][]) {
       assert.equal((await tick(on.port, headers)).status, 401);
     }
     const [job] = (await errand.listJobs({ limit: 1 })).jobs;

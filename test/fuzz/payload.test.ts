@@ -42,7 +42,10 @@ const nasty = fc.constantFrom(
   "\ufeff",
   "",
 );
-const key = fc.oneof({ arbitrary: nasty, weight: 2 }, { arbitrary: fc.string({ unit: "binary", maxLength: 12 }), weight: 3 });
+const key = fc.oneof(
+  { arbitrary: nasty, weight: 2 },
+  { arbitrary: fc.string({ unit: "binary", maxLength: 12 }), weight: 3 },
+);
 const text = fc.oneof(
   { arbitrary: nasty, weight: 2 },
   { arbitrary: fc.string({ unit: "binary", maxLength: 40 }), weight: 4 },
@@ -51,9 +54,26 @@ const text = fc.oneof(
 const number = fc.oneof(
   fc.integer(),
   fc.double(),
-  fc.constantFrom(0, -0, 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER, 2 ** 53 + 1, Number.NaN, Number.POSITIVE_INFINITY),
+  fc.constantFrom(
+    0,
+    -0,
+    1e308,
+    -1e308,
+    5e-324,
+    Number.MAX_SAFE_INTEGER,
+    2 ** 53 + 1,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+  ),
 );
-const leaf = fc.oneof(text, number, fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true }));
+const leaf = fc.oneof(
+  text,
+  number,
+  fc.boolean(),
+  fc.constant(null),
+  fc.constant(undefined),
+  fc.date({ noInvalidDate: true }),
+);
 const tree = fc.letrec<{ node: unknown }>((tie) => ({
   node: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
@@ -70,9 +90,13 @@ const extreme = fc.oneof(
     for (let i = 0; i < depth; i++) v = i % 2 ? { d: v } : [v];
     return v;
   }),
-  fc.constantFrom(1_000, 500_000, 1_048_560, 1_048_600, 3_000_000).chain((n) =>
-    fc.constantFrom("x", "é", "\ud83d\ude00", "\ud800").map((c) => ({ big: c.repeat(Math.ceil(n / c.length)) })),
-  ),
+  fc
+    .constantFrom(1_000, 500_000, 1_048_560, 1_048_600, 3_000_000)
+    .chain((n) =>
+      fc
+        .constantFrom("x", "é", "\ud83d\ude00", "\ud800")
+        .map((c) => ({ big: c.repeat(Math.ceil(n / c.length)) })),
+    ),
   fc.constant(10n).map((b) => ({ b })),
   fc.constant(() => 1).map((f) => ({ f })),
   fc.constant(null).map(() => {
@@ -88,12 +112,17 @@ function jsonForm(value: unknown): unknown {
 }
 
 async function count(errand: Errand): Promise<number> {
-  return (await errand.stats()).reduce((n, s) => n + s.pending + s.delayed + s.running + s.completed + s.failed + s.cancelled, 0);
+  return (await errand.stats()).reduce(
+    (n, s) => n + s.pending + s.delayed + s.running + s.completed + s.failed + s.cancelled,
+    0,
+  );
 }
 
 for (const target of targets) {
   describe(`enqueue fuzz on ${target.name}`, { skip: target.skip }, () => {
-    test("a payload is stored and read back as its JSON form, or refused with a ValidationError", { timeout: 300_000 }, async () => {
+    test("a payload is stored and read back as its JSON form, or refused with a ValidationError", {
+      timeout: 300_000,
+    }, async () => {
       const { errand, cleanup } = await target.open({ jobs: [sink as never] });
       try {
         await fc.assert(
@@ -103,8 +132,14 @@ for (const target of targets) {
             try {
               stored = await errand.enqueue(sink, p as never);
             } catch (err) {
-              assert.ok(err instanceof ValidationError, `only a ValidationError may refuse a payload; got ${(err as Error)?.stack ?? err}`);
-              assert.ok((err as Error).message.length > 0 && (err as Error).message.length < 500, "a short, clear message");
+              assert.ok(
+                err instanceof ValidationError,
+                `only a ValidationError may refuse a payload; got ${(err as Error)?.stack ?? err}`,
+              );
+              assert.ok(
+                (err as Error).message.length > 0 && (err as Error).message.length < 500,
+                "a short, clear message",
+              );
               assert.equal(await count(errand), before, "nothing stored");
               return;
             }
@@ -129,7 +164,11 @@ for (const target of targets) {
         for (const depth of [600, 2_500, 4_000, 50_000]) {
           let v: unknown = "bottom";
           for (let i = 0; i < depth; i++) v = i % 2 ? { d: v } : [v];
-          await assert.rejects(errand.enqueue(sink, v as never), (err: Error) => err instanceof ValidationError && /nested|serialisable/.test(err.message), `depth ${depth}`);
+          await assert.rejects(
+            errand.enqueue(sink, v as never),
+            (err: Error) => err instanceof ValidationError && /nested|serialisable/.test(err.message),
+            `depth ${depth}`,
+          );
         }
         let ok: unknown = "bottom";
         for (let i = 0; i < 500; i++) ok = [ok];
@@ -155,7 +194,12 @@ for (const target of targets) {
     test("enqueueMany with one bad item stores nothing", { timeout: 300_000 }, async () => {
       const { errand, cleanup } = await target.open({ jobs: [sink as never] });
       try {
-        const bad = fc.constantFrom<unknown>({ s: "\u0000" }, { s: "\ud800" }, { b: 1n }, { big: "x".repeat(1_100_000) });
+        const bad = fc.constantFrom<unknown>(
+          { s: "\u0000" },
+          { s: "\ud800" },
+          { b: 1n },
+          { big: "x".repeat(1_100_000) },
+        );
         await fc.assert(
           fc.asyncProperty(fc.array(tree, { maxLength: 5 }), bad, fc.nat(5), async (good, oneBad, at) => {
             const items = good.map((p) => ({ payload: p }));
