@@ -11,14 +11,14 @@ import { isUserError } from "./common.js";
 import { registerDemo } from "./demo.js";
 import { registerDlq } from "./dlq.js";
 import { registerEnqueue } from "./enqueue.js";
+import { registerInit } from "./init.js";
 import { registerJobs } from "./jobs.js";
 import { registerMigrate } from "./migrate.js";
-import { registerStats } from "./stats.js";
-import { registerWorker } from "./worker.js";
-import { registerInit } from "./init.js";
 import { registerSchedule } from "./schedule.js";
 import { registerServe } from "./serve.js";
+import { registerStats } from "./stats.js";
 import { registerTick } from "./tick.js";
+import { registerWorker } from "./worker.js";
 
 function version(): string {
   for (const path of ["../../package.json", "../../../package.json"]) {
@@ -96,5 +96,11 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     return 1;
   }
 }
+
+// `errand jobs list | head`: a reader that goes away ends the output quietly, as with other tools.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw err;
+});
 
 process.exitCode = await main();
