@@ -38,14 +38,24 @@ const digest = defineJob({
 
 // Jobs are registered by schedule() and enqueue(); pass `jobs: [...]` to register more up front.
 const errand = await openErrand({ url: process.env.ERRAND_URL ?? "memory:" });
-errand.schedule("weekly-digest", "0 8 * * 1", digest, { list: "subscribers" }, { timezone: "America/New_York" });
+errand.schedule(
+  "weekly-digest",
+  "0 8 * * 1",
+  digest,
+  { list: "subscribers" },
+  { timezone: "America/New_York" },
+);
 await errand.enqueue(digest, { list: "beta-testers" });
 
 type NodeHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 // What `app.post(path, handler)` does in Express, in a dozen lines.
 const routes: Array<{ method: string; path: string; handler: NodeHandler }> = [
-  { method: "POST", path: "/api/cron/tick", handler: toNodeHandler(createTickHandler(errand, { cronSecret })) },
+  {
+    method: "POST",
+    path: "/api/cron/tick",
+    handler: toNodeHandler(createTickHandler(errand, { cronSecret })),
+  },
   {
     method: "GET",
     path: "/healthz",
@@ -58,17 +68,24 @@ const routes: Array<{ method: string; path: string; handler: NodeHandler }> = [
 const server = createServer((req, res) => {
   const path = new URL(req.url ?? "/", "http://localhost").pathname;
   // Any method reaches the tick route: it answers 405 with `Allow: POST` itself.
-  const route = routes.find((r) => r.path === path && (r.method === req.method || r.path === "/api/cron/tick"));
+  const route = routes.find(
+    (r) => r.path === path && (r.method === req.method || r.path === "/api/cron/tick"),
+  );
   if (route) return void route.handler(req, res);
   res.statusCode = 404;
   res.end("not found\n");
 });
 
-await new Promise<void>((resolve) => server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve));
+await new Promise<void>((resolve) =>
+  server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve),
+);
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 if (once) {
-  const response = await fetch(`${base}/api/cron/tick?limit=10`, { method: "POST", headers: { authorization: `Bearer ${cronSecret}` } });
+  const response = await fetch(`${base}/api/cron/tick?limit=10`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${cronSecret}` },
+  });
   console.log(response.status, JSON.stringify(await response.json()));
   server.close();
   await errand.close();

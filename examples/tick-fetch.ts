@@ -40,7 +40,13 @@ const cleanUp = defineJob({
 // Jobs are registered by schedule() and enqueue(); pass `jobs: [...]` to register more up front.
 const errand = await openErrand({ url: process.env.ERRAND_URL ?? "memory:" });
 // Every night at 03:00 Berlin time; a tick after that fires it (once, however many ticks run).
-errand.schedule("nightly-clean-up", "0 3 * * *", cleanUp, { olderThanDays: 30 }, { timezone: "Europe/Berlin" });
+errand.schedule(
+  "nightly-clean-up",
+  "0 3 * * *",
+  cleanUp,
+  { olderThanDays: 30 },
+  { timezone: "Europe/Berlin" },
+);
 await errand.enqueue(cleanUp, { olderThanDays: 7 }); // something to do on the first tick
 
 // The Fetch handler. It answers 503 until CRON_SECRET is set, 401 without the right token.
@@ -54,7 +60,9 @@ async function app(request: Request): Promise<Response> {
 }
 
 const server = createServer(toNodeHandler(app));
-await new Promise<void>((resolve) => server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve));
+await new Promise<void>((resolve) =>
+  server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve),
+);
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/cron/tick`;
 
 if (once) {

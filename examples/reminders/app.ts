@@ -20,7 +20,16 @@
  */
 import Database from "better-sqlite3";
 import { z } from "zod";
-import { createTickHandler, defineJob, type Errand, type FetchHandler, type Logger, openErrand, runTick, type TickResult } from "../../src/index.js";
+import {
+  createTickHandler,
+  defineJob,
+  type Errand,
+  type FetchHandler,
+  type Logger,
+  openErrand,
+  runTick,
+  type TickResult,
+} from "../../src/index.js";
 
 export interface Mailer {
   /** Sends one message; returns the provider's message id. */
@@ -85,11 +94,12 @@ export async function createRemindersApp(options: RemindersOptions): Promise<Rem
     maxAttempts: 5,
     backoff: { base: "30s", max: "30m" },
     async run({ bookingId }, ctx) {
-      const booking = db.prepare("SELECT id, customer_email, starts_at FROM bookings WHERE id = ?").get(bookingId) as
-        | { id: number; customer_email: string; starts_at: string }
-        | undefined;
+      const booking = db
+        .prepare("SELECT id, customer_email, starts_at FROM bookings WHERE id = ?")
+        .get(bookingId) as { id: number; customer_email: string; starts_at: string } | undefined;
       if (!booking) return { skipped: "booking deleted" };
-      if (db.prepare("SELECT 1 FROM reminders WHERE booking_id = ?").get(bookingId)) return { skipped: "already sent" };
+      if (db.prepare("SELECT 1 FROM reminders WHERE booking_id = ?").get(bookingId))
+        return { skipped: "already sent" };
       const messageId = await ctx.once(`reminder-mail:${bookingId}`, () =>
         options.mailer.send({
           to: booking.customer_email,
@@ -117,7 +127,9 @@ export async function createRemindersApp(options: RemindersOptions): Promise<Rem
 
   async function enqueueDueReminders(): Promise<number> {
     const t = now();
-    const due = dueBookings.all(t.toISOString(), new Date(t.getTime() + DAY_MS).toISOString()) as Array<{ id: number }>;
+    const due = dueBookings.all(t.toISOString(), new Date(t.getTime() + DAY_MS).toISOString()) as Array<{
+      id: number;
+    }>;
     if (due.length === 0) return 0;
     const jobs = await errand.enqueueMany(
       sendReminder,
@@ -130,13 +142,25 @@ export async function createRemindersApp(options: RemindersOptions): Promise<Rem
     db,
     errand,
     addBooking({ customerEmail, startsAt }) {
-      return Number(db.prepare("INSERT INTO bookings (customer_email, starts_at) VALUES (?, ?)").run(customerEmail, startsAt.toISOString()).lastInsertRowid);
+      return Number(
+        db
+          .prepare("INSERT INTO bookings (customer_email, starts_at) VALUES (?, ?)")
+          .run(customerEmail, startsAt.toISOString()).lastInsertRowid,
+      );
     },
     enqueueDueReminders,
     tick: () => runTick(errand, { queues: ["reminders"], beforeProcess: enqueueDueReminders }),
-    handler: createTickHandler(errand, { cronSecret: options.cronSecret, queues: ["reminders"], beforeProcess: enqueueDueReminders }),
+    handler: createTickHandler(errand, {
+      cronSecret: options.cronSecret,
+      queues: ["reminders"],
+      beforeProcess: enqueueDueReminders,
+    }),
     sentReminders() {
-      return db.prepare("SELECT booking_id AS bookingId, sent_at AS sentAt, message_id AS messageId FROM reminders ORDER BY booking_id").all() as Array<{
+      return db
+        .prepare(
+          "SELECT booking_id AS bookingId, sent_at AS sentAt, message_id AS messageId FROM reminders ORDER BY booking_id",
+        )
+        .all() as Array<{
         bookingId: number;
         sentAt: string;
         messageId: string;

@@ -40,11 +40,14 @@ const server = createServer((req, res) => {
   res.statusCode = 404;
   res.end("not found\n");
 });
-await new Promise<void>((resolve) => server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve));
+await new Promise<void>((resolve) =>
+  server.listen(once ? 0 : Number(process.env.PORT ?? 8080), "127.0.0.1", resolve),
+);
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/cron/tick`;
 
 if (once) {
-  const post = () => fetch(url, { method: "POST", headers: { authorization: `Bearer ${cronSecret}` } }).then((r) => r.json());
+  const post = () =>
+    fetch(url, { method: "POST", headers: { authorization: `Bearer ${cronSecret}` } }).then((r) => r.json());
   const answers = await Promise.all([post(), post()]);
   console.log("ticks:", JSON.stringify(answers));
   console.log("sent:", JSON.stringify(app.sentReminders()));

@@ -23,7 +23,11 @@ export function registerInit(program: Command): void {
   init
     .command("github-actions")
     .description("write a GitHub Actions workflow that calls the tick endpoint on a schedule")
-    .option("--every <interval>", "how often: 5m to 30m dividing an hour, 1h to 12h dividing a day, or 1d", "15m")
+    .option(
+      "--every <interval>",
+      "how often: 5m to 30m dividing an hour, 1h to 12h dividing a day, or 1d",
+      "15m",
+    )
     .option("--out <path>", "where to write the workflow", DEFAULT_WORKFLOW_PATH)
     .option("--force", "overwrite the file if it exists")
     .addHelpText(
@@ -40,7 +44,8 @@ Examples:
     .action((opts: InitOptions) => {
       const cron = everyToCron(opts.every);
       const path = resolve(opts.out);
-      if (existsSync(path) && !opts.force) throw new CliError(`${opts.out} exists; pass --force to overwrite it`);
+      if (existsSync(path) && !opts.force)
+        throw new CliError(`${opts.out} exists; pass --force to overwrite it`);
       try {
         mkdirSync(dirname(path), { recursive: true });
         writeFileSync(path, githubWorkflow(cron, opts.every.trim()));
@@ -60,12 +65,15 @@ Examples:
 export function everyToCron(every: string): string {
   const text = String(every).trim();
   const match = /^(\d+)\s*(m|min|h|d)$/i.exec(text);
-  if (!match) throw new UsageError(`--every must be an interval like 5m, 15m, 1h or 1d; got ${JSON.stringify(every)}`);
+  if (!match)
+    throw new UsageError(`--every must be an interval like 5m, 15m, 1h or 1d; got ${JSON.stringify(every)}`);
   const n = Number(match[1]);
   const unit = match[2].toLowerCase();
   const minutes = unit === "d" ? n * 1440 : unit === "h" ? n * 60 : n;
   if (minutes < 5) {
-    throw new UsageError(`--every ${text}: GitHub Actions runs scheduled workflows at most every 5 minutes; use 5m or more`);
+    throw new UsageError(
+      `--every ${text}: GitHub Actions runs scheduled workflows at most every 5 minutes; use 5m or more`,
+    );
   }
   if (minutes < 60 && 60 % minutes === 0) return `*/${minutes} * * * *`;
   if (minutes === 60) return "0 * * * *";

@@ -32,7 +32,10 @@ const SCHEDULE_COLUMNS: Column<ScheduleRecord>[] = [
   { header: "QUEUE", value: (s) => s.queue },
   { header: "MISSED", value: (s) => s.missed },
   { header: "SOURCE", value: (s) => s.source },
-  { header: "NEXT RUN (UTC)", value: (s) => (s.nextRunAt.getUTCFullYear() >= NEVER_YEAR ? "never" : isoSeconds(s.nextRunAt)) },
+  {
+    header: "NEXT RUN (UTC)",
+    value: (s) => (s.nextRunAt.getUTCFullYear() >= NEVER_YEAR ? "never" : isoSeconds(s.nextRunAt)),
+  },
   { header: "LAST SLOT", value: (s) => isoSeconds(s.lastSlot) },
   { header: "PAYLOAD", value: (s) => truncate(JSON.stringify(s.payload), 40) },
 ];
@@ -80,13 +83,24 @@ Examples:
     .command("add")
     .description("add (or replace) a schedule by hand; it stays until `errand schedule remove`")
     .argument("<name>", "schedule name (letters, digits, _ . : -)")
-    .argument("<cron>", 'cron expression: 5 fields "minute hour day-of-month month day-of-week", 6 with seconds first, or @daily etc.')
+    .argument(
+      "<cron>",
+      'cron expression: 5 fields "minute hour day-of-month month day-of-week", 6 with seconds first, or @daily etc.',
+    )
     .argument("<job>", "name of the job to enqueue at each slot")
     .option("--payload <json>", "the job's payload as JSON", "{}")
     .option("--timezone <zone>", "IANA time zone the cron fields are read in", "UTC")
-    .addOption(new Option("--missed <policy>", "after downtime, fire only the latest missed slot, or all of them").default("latest"))
+    .addOption(
+      new Option(
+        "--missed <policy>",
+        "after downtime, fire only the latest missed slot, or all of them",
+      ).default("latest"),
+    )
     .option("--priority <n>", "priority of the enqueued jobs (default: the job's own, else 0)")
-    .option("-j, --jobs <module>", "jobs module: checks the job exists and the payload fits its schema, and gives its queue (default $ERRAND_JOBS)")
+    .option(
+      "-j, --jobs <module>",
+      "jobs module: checks the job exists and the payload fits its schema, and gives its queue (default $ERRAND_JOBS)",
+    )
     .option("-q, --queue <name>", "the job's queue, when no jobs module is given")
     .option("--json", "print the stored schedule as JSON")
     .action(async (name: string, cron: string, job: string, opts: AddOptions, cmd: Command) => {
@@ -94,7 +108,9 @@ Examples:
       if (opts.json) printJson(stored);
       else {
         const when = stored.nextRunAt.getUTCFullYear() >= NEVER_YEAR ? "never" : isoSeconds(stored.nextRunAt);
-        print(`schedule "${stored.name}" added: ${stored.cron} (${stored.timezone}) → ${stored.jobName} on queue ${stored.queue}; next run ${when}`);
+        print(
+          `schedule "${stored.name}" added: ${stored.cron} (${stored.timezone}) → ${stored.jobName} on queue ${stored.queue}; next run ${when}`,
+        );
       }
     });
 
@@ -119,14 +135,27 @@ Examples:
 }
 
 /** Validates everything first (exit 2 for a bad argument, nothing stored), then upserts. */
-async function addSchedule(name: string, cron: string, jobName: string, opts: AddOptions, cmd: Command): Promise<ScheduleRecord> {
+async function addSchedule(
+  name: string,
+  cron: string,
+  jobName: string,
+  opts: AddOptions,
+  cmd: Command,
+): Promise<ScheduleRecord> {
   if (opts.missed !== "latest" && opts.missed !== "all") {
     throw new UsageError(`--missed must be "latest" or "all"; got ${JSON.stringify(opts.missed)}`);
   }
-  const priority = opts.priority === undefined ? undefined : parseIntOption(opts.priority, "--priority", { min: -1_000_000, max: 1_000_000 });
+  const priority =
+    opts.priority === undefined
+      ? undefined
+      : parseIntOption(opts.priority, "--priority", { min: -1_000_000, max: 1_000_000 });
   let checked: ReturnType<typeof checkSchedule>;
   try {
-    checked = checkSchedule(name, cron, { timezone: opts.timezone, missed: opts.missed as MissedPolicy, priority });
+    checked = checkSchedule(name, cron, {
+      timezone: opts.timezone,
+      missed: opts.missed as MissedPolicy,
+      priority,
+    });
   } catch (err) {
     if (err instanceof ValidationError) throw new UsageError(err.message);
     throw err;
@@ -146,7 +175,12 @@ async function addSchedule(name: string, cron: string, jobName: string, opts: Ad
     const defs = await loadJobs(modulePath);
     const def = defs.find((d) => d.name === jobName);
     if (!def) {
-      throw new UsageError(`unknown job "${jobName}"; the jobs module's jobs are: ${defs.map((d) => d.name).sort().join(", ")}`);
+      throw new UsageError(
+        `unknown job "${jobName}"; the jobs module's jobs are: ${defs
+          .map((d) => d.name)
+          .sort()
+          .join(", ")}`,
+      );
     }
     if (queue !== undefined && queue !== def.queue) {
       throw new UsageError(`--queue ${queue}: job "${jobName}" runs on queue "${def.queue}"`);
@@ -155,12 +189,17 @@ async function addSchedule(name: string, cron: string, jobName: string, opts: Ad
     defaultPriority = def.priority;
     const result = await def.schema["~standard"].validate(payload);
     if (result.issues) {
-      throw new CliError(`--payload does not match the schema of job "${jobName}": ${result.issues.map((i) => i.message).join("; ")}`);
+      throw new CliError(
+        `--payload does not match the schema of job "${jobName}": ${result.issues.map((i) => i.message).join("; ")}`,
+      );
     }
   } else if (queue === undefined) {
-    throw new UsageError(`give --jobs <module> (to check job "${jobName}" and its payload) or --queue <name> (the job's queue)`);
+    throw new UsageError(
+      `give --jobs <module> (to check job "${jobName}" and its payload) or --queue <name> (the job's queue)`,
+    );
   }
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(queue ?? "")) throw new UsageError(`--queue: invalid queue name ${JSON.stringify(queue)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(queue ?? ""))
+    throw new UsageError(`--queue: invalid queue name ${JSON.stringify(queue)}`);
 
   return withErrand(await openFromOptions(globals(cmd)), async (errand: Errand) => {
     const now = (await errand.store.now()).getTime();
@@ -182,4 +221,3 @@ async function addSchedule(name: string, cron: string, jobName: string, opts: Ad
     return stored;
   });
 }
-

@@ -24,7 +24,10 @@ export function registerServe(program: Command): void {
   program
     .command("serve")
     .description("serve the tick endpoint (and the dashboard and API) over HTTP")
-    .option("-j, --jobs <module>", "module exporting the job definitions the tick runs (default $ERRAND_JOBS)")
+    .option(
+      "-j, --jobs <module>",
+      "module exporting the job definitions the tick runs (default $ERRAND_JOBS)",
+    )
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--port <port>", "port to listen on (0: any free port)", "8080")
     .option("--prefix <path>", 'mount everything under this path, e.g. "/errand"')
@@ -52,12 +55,13 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
     throw new UsageError(`--prefix must be a path starting with "/"; got ${JSON.stringify(opts.prefix)}`);
   }
   // Loaded here, not at start-up: the HTTP layer (dashboard, metrics) is only needed by `serve`.
-  const [{ createFetchHandler }, { toNodeHandler }, { assertServeSafety }, { cronSecret }] = await Promise.all([
-    import("../http/app.js"),
-    import("../http/node.js"),
-    import("../http/security.js"),
-    import("../http/tick.js"),
-  ]);
+  const [{ createFetchHandler }, { toNodeHandler }, { assertServeSafety }, { cronSecret }] =
+    await Promise.all([
+      import("../http/app.js"),
+      import("../http/node.js"),
+      import("../http/security.js"),
+      import("../http/tick.js"),
+    ]);
   try {
     assertServeSafety({ host });
   } catch (err) {
@@ -87,7 +91,8 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const base = `http://${shown}:${address.port}${opts.prefix ?? ""}`;
   process.stdout.write(`errand serving on ${base}\n`);
-  if (cronSecret({}) === null) log.warn(`the tick endpoint is off: set CRON_SECRET to turn on POST ${TICK_PATH}`);
+  if (cronSecret({}) === null)
+    log.warn(`the tick endpoint is off: set CRON_SECRET to turn on POST ${TICK_PATH}`);
   if (jobs.length === 0) log.warn("no jobs module (--jobs): ticks fire schedules but run no jobs");
   log.info({ url: base, tick: `${base}${TICK_PATH}`, jobs: errand.jobNames }, "errand serve listening");
 

@@ -68,8 +68,10 @@ export function cronSecret(options: Pick<HttpOptions, "cronSecret">): string | n
 function checkLimits(options: Pick<HttpOptions, "tickLimit">): { def: number; max: number } {
   const max = options.tickLimit?.max ?? MAX_TICK_LIMIT;
   const def = Math.min(options.tickLimit?.default ?? DEFAULT_TICK_LIMIT, max);
-  if (!Number.isInteger(max) || max < 1 || max > 10_000) throw new RangeError(`tickLimit.max must be an integer from 1 to 10000, got ${max}`);
-  if (!Number.isInteger(def) || def < 1) throw new RangeError(`tickLimit.default must be an integer from 1 to tickLimit.max, got ${def}`);
+  if (!Number.isInteger(max) || max < 1 || max > 10_000)
+    throw new RangeError(`tickLimit.max must be an integer from 1 to 10000, got ${max}`);
+  if (!Number.isInteger(def) || def < 1)
+    throw new RangeError(`tickLimit.default must be an integer from 1 to tickLimit.max, got ${def}`);
   return { def, max };
 }
 
@@ -80,24 +82,42 @@ function authorized(request: Request, secret: string): boolean {
   return match !== null && safeEqual(match[1], secret);
 }
 
-async function serveTick(request: Request, errand: Errand, options: TickHandlerOptions, url: URL): Promise<Response> {
+async function serveTick(
+  request: Request,
+  errand: Errand,
+  options: TickHandlerOptions,
+  url: URL,
+): Promise<Response> {
   if (request.method !== "POST") {
-    return json(405, { error: `method ${request.method} not allowed: the tick endpoint takes POST` }, { allow: "POST" });
+    return json(
+      405,
+      { error: `method ${request.method} not allowed: the tick endpoint takes POST` },
+      { allow: "POST" },
+    );
   }
   const secret = cronSecret(options);
   if (secret === null) return json(503, { error: "tick endpoint disabled: set CRON_SECRET" });
   if (!authorized(request, secret)) {
     errand.log.warn(
-      { path: url.pathname, authorization: request.headers.has("authorization") ? "wrong or malformed" : "missing" },
+      {
+        path: url.pathname,
+        authorization: request.headers.has("authorization") ? "wrong or malformed" : "missing",
+      },
       "tick refused: missing or wrong bearer token",
     );
-    return json(401, { error: "unauthorized: send Authorization: Bearer <CRON_SECRET>" }, { "www-authenticate": 'Bearer realm="errand tick"' });
+    return json(
+      401,
+      { error: "unauthorized: send Authorization: Bearer <CRON_SECRET>" },
+      { "www-authenticate": 'Bearer realm="errand tick"' },
+    );
   }
   try {
     await readText(request, TICK_BODY_LIMIT);
   } catch (err) {
     if (err instanceof BodyError && err.status === 413) {
-      return json(413, { error: `request body too large: the tick endpoint takes at most ${TICK_BODY_LIMIT} bytes (and needs none)` });
+      return json(413, {
+        error: `request body too large: the tick endpoint takes at most ${TICK_BODY_LIMIT} bytes (and needs none)`,
+      });
     }
     if (!(err instanceof BodyError)) throw err;
     // Not UTF-8 or unreadable: the tick ignores its body, but only after reading it within the cap.

@@ -43,7 +43,9 @@ export class CronExpression {
   static parse(expression: unknown, timezone: unknown = "UTC", context?: string): CronExpression {
     const of = context ? ` (${context})` : "";
     if (typeof expression !== "string" || expression.trim() === "" || expression.length > 256) {
-      throw new ValidationError(`cron expression${of} must be a non-empty string of at most 256 characters; got ${JSON.stringify(expression)}`);
+      throw new ValidationError(
+        `cron expression${of} must be a non-empty string of at most 256 characters; got ${JSON.stringify(expression)}`,
+      );
     }
     const text = expression.trim().replace(/\s+/g, " ");
     const zone = checkTimezone(timezone, context);
@@ -61,7 +63,9 @@ export class CronExpression {
     }
     const parsed = new CronExpression(text, zone, cron);
     if (parsed.next(Date.now()) === null) {
-      throw new ValidationError(`cron expression ${JSON.stringify(text)}${of} never matches a date (e.g. February 30th)`);
+      throw new ValidationError(
+        `cron expression ${JSON.stringify(text)}${of} never matches a date (e.g. February 30th)`,
+      );
     }
     return parsed;
   }
@@ -92,7 +96,8 @@ export class CronExpression {
     if (wallToInstant(tz, lo + 1000) > t) return lo + 1000;
     // No wall time past t + (the largest offset near t) can map to an instant ≤ t.
     let maxOffset = -Infinity;
-    for (const probe of [-24, -12, 0, 12, 24]) maxOffset = Math.max(maxOffset, offsetAt(tz, t + probe * HOUR));
+    for (const probe of [-24, -12, 0, 12, 24])
+      maxOffset = Math.max(maxOffset, offsetAt(tz, t + probe * HOUR));
     let low = lo + 1000; // maps ≤ t
     let high = Math.ceil((t + maxOffset) / 1000) * 1000 + 1000; // maps > t
     while (high - low > 1000) {

@@ -18,7 +18,7 @@
  */
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
-import { type AnyJobDefinition, PRIORITY_RANGE, checkInteger, checkName } from "../job.js";
+import { type AnyJobDefinition, checkInteger, checkName, PRIORITY_RANGE } from "../job.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import type { MissedPolicy, ScheduleInput, ScheduleRecord } from "../store/types.js";
 import { CronExpression } from "./cron.js";
@@ -69,11 +69,14 @@ export function checkSchedule(
     throw new ValidationError((err as Error).message);
   }
   const n = name as string;
-  if (options === null || typeof options !== "object") throw new ValidationError(`schedule "${n}": options must be an object`);
+  if (options === null || typeof options !== "object")
+    throw new ValidationError(`schedule "${n}": options must be an object`);
   const expression = CronExpression.parse(cron, options.timezone ?? "UTC", `schedule "${n}"`);
   const missed = options.missed ?? "latest";
   if (missed !== "latest" && missed !== "all") {
-    throw new ValidationError(`schedule "${n}": missed must be "latest" or "all"; got ${JSON.stringify(missed)}`);
+    throw new ValidationError(
+      `schedule "${n}": missed must be "latest" or "all"; got ${JSON.stringify(missed)}`,
+    );
   }
   let priority: number | undefined;
   if (options.priority !== undefined) {
@@ -110,20 +113,35 @@ export class Scheduler {
   }
 
   /** Defines a schedule in code. Everything is checked now; bad input is a ValidationError. */
-  define(name: string, cron: string, job: AnyJobDefinition | string, payload: unknown, options: ScheduleOptions = {}): void {
+  define(
+    name: string,
+    cron: string,
+    job: AnyJobDefinition | string,
+    payload: unknown,
+    options: ScheduleOptions = {},
+  ): void {
     const checked = checkSchedule(name, cron, options);
-    if (this.definitions.has(checked.name)) throw new ValidationError(`schedule "${checked.name}" is defined twice`);
+    if (this.definitions.has(checked.name))
+      throw new ValidationError(`schedule "${checked.name}" is defined twice`);
     const def = typeof job === "string" ? this.errand.job(job) : job;
     if (!def || typeof def !== "object" || typeof def.name !== "string" || !("schema" in def)) {
-      throw new ValidationError(`schedule "${checked.name}": job must be a job definition (from defineJob) or a registered job name`);
+      throw new ValidationError(
+        `schedule "${checked.name}": job must be a job definition (from defineJob) or a registered job name`,
+      );
     }
     this.errand.register(def);
-    const normalized = normalizePayload(payload, DEFAULT_PAYLOAD_LIMIT, `payload of schedule "${checked.name}"`);
+    const normalized = normalizePayload(
+      payload,
+      DEFAULT_PAYLOAD_LIMIT,
+      `payload of schedule "${checked.name}"`,
+    );
     const result = def.schema["~standard"].validate(normalized);
     // A synchronous schema is checked now; an async one when the first slot is enqueued.
     if (!(result instanceof Promise) && result.issues) {
       const detail = result.issues.map((i) => i.message).join("; ");
-      throw new ValidationError(`payload of schedule "${checked.name}" does not match the schema of job "${def.name}": ${detail}`);
+      throw new ValidationError(
+        `payload of schedule "${checked.name}" does not match the schema of job "${def.name}": ${detail}`,
+      );
     }
     if (result instanceof Promise) result.catch(() => {});
     this.definitions.set(checked.name, {
@@ -182,7 +200,10 @@ export class Scheduler {
         result.slots.push(...slots);
         result.fired += slots.filter((s) => s.created).length;
       } catch (err) {
-        log.error({ err, schedule: schedule.name }, "firing a schedule failed; it stays due and is tried again");
+        log.error(
+          { err, schedule: schedule.name },
+          "firing a schedule failed; it stays due and is tried again",
+        );
         firstError ??= err;
       }
     }
@@ -197,7 +218,8 @@ export class Scheduler {
       cron = CronExpression.parse(schedule.cron, schedule.timezone, `schedule "${schedule.name}"`);
     } catch (err) {
       // A row written by something else that we cannot read: say so once, leave it alone.
-      if (!this.reportedBroken.has(schedule.name)) log.error({ err, schedule: schedule.name }, "schedule cannot be fired");
+      if (!this.reportedBroken.has(schedule.name))
+        log.error({ err, schedule: schedule.name }, "schedule cannot be fired");
       this.reportedBroken.add(schedule.name);
       return [];
     }
@@ -214,7 +236,10 @@ export class Scheduler {
       // Capped: next_run_at stays in the past, so the next call goes on where this one stopped.
       nextRunAt = slot ?? NEVER;
       if (slots.length === MAX_SLOTS_PER_FIRE && slot && slot.getTime() <= now) {
-        log.warn({ schedule: schedule.name, fired: slots.length }, "many missed slots: firing them in batches");
+        log.warn(
+          { schedule: schedule.name, fired: slots.length },
+          "many missed slots: firing them in batches",
+        );
       }
     } else {
       const latest = cron.latest(now);
@@ -235,7 +260,8 @@ export class Scheduler {
       lastSlot: slots.length > 0 ? slots[slots.length - 1] : null,
     });
     for (const f of fired) {
-      if (f.created) log.info({ schedule: f.schedule, slot: f.slot.toISOString(), jobId: f.jobId }, "schedule fired");
+      if (f.created)
+        log.info({ schedule: f.schedule, slot: f.slot.toISOString(), jobId: f.jobId }, "schedule fired");
     }
     if (!advanced) log.debug({ schedule: schedule.name }, "another scheduler advanced this schedule first");
     return fired;
@@ -243,18 +269,33 @@ export class Scheduler {
 
   private async enqueueSlots(schedule: ScheduleRecord, slots: Date[]): Promise<FiredSlot[]> {
     if (slots.length === 0) return [];
-    const items = slots.map((slot) => ({ payload: schedule.payload, key: slotKey(schedule.name, slot), priority: schedule.priority, runAt: slot }));
+    const items = slots.map((slot) => ({
+      payload: schedule.payload,
+      key: slotKey(schedule.name, slot),
+      priority: schedule.priority,
+      runAt: slot,
+    }));
     try {
       if (this.errand.jobNames.includes(schedule.jobName)) {
         const jobs = await this.errand.enqueueMany(schedule.jobName, items);
-        return jobs.map((job, i) => ({ schedule: schedule.name, slot: slots[i], jobId: job.id, created: job.created }));
+        return jobs.map((job, i) => ({
+          schedule: schedule.name,
+          slot: slots[i],
+          jobId: job.id,
+          created: job.created,
+        }));
       }
       // A job this process does not know (a schedule added by hand for another service):
       // enqueue it as stored; the workers that know the job validate and run it.
       const results = await this.errand.store.insertJobs(
         items.map((item) => ({ ...item, queue: schedule.queue, name: schedule.jobName, maxAttempts: 3 })),
       );
-      return results.map((r, i) => ({ schedule: schedule.name, slot: slots[i], jobId: r.job.id, created: r.created }));
+      return results.map((r, i) => ({
+        schedule: schedule.name,
+        slot: slots[i],
+        jobId: r.job.id,
+        created: r.created,
+      }));
     } catch (err) {
       if (!(err instanceof ValidationError)) throw err;
       // The stored payload no longer fits the job's schema: retrying every second cannot fix it.

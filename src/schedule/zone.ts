@@ -18,7 +18,9 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 export function checkTimezone(timezone: unknown, context?: string): string {
   const of = context ? ` (${context})` : "";
   if (typeof timezone !== "string" || timezone.trim() === "") {
-    throw new ValidationError(`time zone${of} must be an IANA name like "Europe/Berlin" or "UTC"; got ${JSON.stringify(timezone)}`);
+    throw new ValidationError(
+      `time zone${of} must be an IANA name like "Europe/Berlin" or "UTC"; got ${JSON.stringify(timezone)}`,
+    );
   }
   try {
     return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;

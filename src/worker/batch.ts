@@ -14,7 +14,7 @@
  * retention (7 days completed, 30 days failed, unless `worker.retention` says otherwise).
  */
 import { EventEmitter } from "node:events";
-import { parseDuration, type Duration } from "../duration.js";
+import { type Duration, parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { checkInteger } from "../job.js";
 import { type Deps, type QueueOptions, Worker, type WorkerOptions } from "./worker.js";
@@ -54,39 +54,64 @@ export interface ProcessJobsResult {
   durationMs: number;
 }
 
-const COUNTED = { completed: "completed", retrying: "retried", failed: "failed", snoozed: "snoozed", cancelled: "cancelled", released: "released" } as const;
+const COUNTED = {
+  completed: "completed",
+  retrying: "retried",
+  failed: "failed",
+  snoozed: "snoozed",
+  cancelled: "cancelled",
+  released: "released",
+} as const;
 type Counted = (typeof COUNTED)[keyof typeof COUNTED];
 
 /** Forwards the worker's events to the errand and counts this run's outcomes. */
 class CountingEvents extends EventEmitter {
-  readonly counts: Record<Counted, number> = { completed: 0, retried: 0, failed: 0, snoozed: 0, cancelled: 0, released: 0 };
+  readonly counts: Record<Counted, number> = {
+    completed: 0,
+    retried: 0,
+    failed: 0,
+    snoozed: 0,
+    cancelled: 0,
+    released: 0,
+  };
 
   constructor(private readonly target: EventEmitter) {
     super();
   }
 
   override emit(event: string | symbol, ...args: unknown[]): boolean {
-    if (typeof event === "string" && Object.hasOwn(COUNTED, event)) this.counts[COUNTED[event as keyof typeof COUNTED]]++;
+    if (typeof event === "string" && Object.hasOwn(COUNTED, event))
+      this.counts[COUNTED[event as keyof typeof COUNTED]]++;
     return this.target.emit(event, ...args);
   }
 }
 
 /** Runs one bounded batch. `deps` are the errand's worker dependencies; `knownQueues` its queues. */
-export async function processJobs(deps: Deps, knownQueues: string[], options: ProcessJobsOptions = {}): Promise<ProcessJobsResult> {
+export async function processJobs(
+  deps: Deps,
+  knownQueues: string[],
+  options: ProcessJobsOptions = {},
+): Promise<ProcessJobsResult> {
   const started = Date.now();
   const check = <T>(fn: () => T): T => {
     try {
       return fn();
     } catch (err) {
-      throw err instanceof ValidationError ? err : new ValidationError(`processJobs: ${(err as Error).message}`);
+      throw err instanceof ValidationError
+        ? err
+        : new ValidationError(`processJobs: ${(err as Error).message}`);
     }
   };
   const limit = check(() => checkInteger(options.limit ?? 100, "limit", { min: 1, max: 10_000 }));
   const budgetMs = check(() => parseDuration(options.timeBudget ?? "10s", "timeBudget"));
   const finishMs = check(() => parseDuration(options.finishTimeout ?? "30s", "finishTimeout"));
-  const concurrency = Math.min(limit, check(() => checkInteger(options.concurrency ?? 10, "concurrency", { min: 1, max: 10_000 })));
+  const concurrency = Math.min(
+    limit,
+    check(() => checkInteger(options.concurrency ?? 10, "concurrency", { min: 1, max: 10_000 })),
+  );
   const queues = options.queues ?? knownQueues;
-  if (!Array.isArray(queues)) throw new ValidationError("processJobs: queues must be an array of queue names");
+  if (!Array.isArray(queues))
+    throw new ValidationError("processJobs: queues must be an array of queue names");
   for (const queue of queues) {
     if (!knownQueues.includes(queue)) {
       throw new ValidationError(
@@ -99,7 +124,17 @@ export async function processJobs(deps: Deps, knownQueues: string[], options: Pr
     return stats.filter((s) => queues.includes(s.queue)).reduce((sum, s) => sum + s.pending, 0);
   };
   if (queues.length === 0) {
-    return { claimed: 0, completed: 0, retried: 0, failed: 0, snoozed: 0, cancelled: 0, released: 0, stillDue: 0, durationMs: Date.now() - started };
+    return {
+      claimed: 0,
+      completed: 0,
+      retried: 0,
+      failed: 0,
+      snoozed: 0,
+      cancelled: 0,
+      released: 0,
+      stillDue: 0,
+      durationMs: Date.now() - started,
+    };
   }
 
   const events = new CountingEvents(deps.events);

@@ -141,7 +141,12 @@ export class Worker {
       .catch((err) => log.warn({ err }, "could not register worker"));
     if (this.bounded) {
       // At the deadline, wake loops waiting for a free slot so they see the time is up.
-      const timer = setTimeout(() => this.runners.forEach((r) => r.wake()), Math.max(0, this.bounded.deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          for (const runner of this.runners) runner.wake();
+        },
+        Math.max(0, this.bounded.deadline - Date.now()),
+      );
       timer.unref();
       this.timers.push(timer);
     }

@@ -9,7 +9,15 @@ import { connect } from "node:net";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { z } from "zod";
-import { createFetchHandler, createLogger, createTickHandler, defineJob, type Errand, type HttpOptions, toNodeHandler } from "../../src/index.js";
+import {
+  createFetchHandler,
+  createLogger,
+  createTickHandler,
+  defineJob,
+  type Errand,
+  type HttpOptions,
+  toNodeHandler,
+} from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import { targets } from "../helpers/errands.js";
 
@@ -39,7 +47,9 @@ function close(server: Server): Promise<void> {
 function rawRequest(base: string, head: string): Promise<number> {
   const { port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), "127.0.0.1", () => socket.write(`${head}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`));
+    const socket = connect(Number(port), "127.0.0.1", () =>
+      socket.write(`${head}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`),
+    );
     let data = "";
     socket.on("data", (chunk) => {
       data += chunk;
@@ -141,7 +151,13 @@ for (const target of targets) {
           ["whitespace and more after the token", { token: `${SECRET} x` }],
           ["the token followed by a tab and more", { token: `${SECRET}\tx` }],
           ["an empty bearer token", { token: "" }],
-          ["another scheme", { token: null, headers: { authorization: `Basic ${Buffer.from(`u:${SECRET}`).toString("base64")}` } }],
+          [
+            "another scheme",
+            {
+              token: null,
+              headers: { authorization: `Basic ${Buffer.from(`u:${SECRET}`).toString("base64")}` },
+            },
+          ],
           ["the token without a scheme", { token: null, headers: { authorization: SECRET } }],
           ["the secret in the query string", { token: null, query: `?token=${SECRET}` } as RequestInit],
         ];
@@ -154,11 +170,20 @@ for (const target of targets) {
           assert.ok(!JSON.stringify(body).includes(SECRET), "the secret is not echoed");
         }
         // Raw bytes: a wrong token with trailing whitespace is still wrong.
-        assert.equal(await rawRequest(t.base, `POST /api/cron/tick HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${lastCharDiffers}   `), 401);
+        assert.equal(
+          await rawRequest(
+            t.base,
+            `POST /api/cron/tick HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${lastCharDiffers}   `,
+          ),
+          401,
+        );
         await assertNothingDone(t.errand, 3);
         const logs = t.logLines.join("");
         assert.match(logs, /tick refused/);
-        assert.ok(!logs.includes(SECRET) && !logs.includes(lastCharDiffers), "neither the secret nor a presented token is logged");
+        assert.ok(
+          !logs.includes(SECRET) && !logs.includes(lastCharDiffers),
+          "neither the secret nor a presented token is logged",
+        );
       } finally {
         await t.cleanup();
       }
@@ -169,8 +194,17 @@ for (const target of targets) {
       // drops it, so `Bearer <secret>   ` arrives as `Bearer <secret>`: no server can refuse it.
       const t = await setUp(0);
       try {
-        assert.equal(await rawRequest(t.base, `POST /api/cron/tick HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${SECRET} \t `), 200);
-        assert.equal(new Headers({ authorization: `Bearer ${SECRET} ` }).get("authorization"), `Bearer ${SECRET}`);
+        assert.equal(
+          await rawRequest(
+            t.base,
+            `POST /api/cron/tick HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${SECRET} \t `,
+          ),
+          200,
+        );
+        assert.equal(
+          new Headers({ authorization: `Bearer ${SECRET} ` }).get("authorization"),
+          `Bearer ${SECRET}`,
+        );
       } finally {
         await t.cleanup();
       }
@@ -211,7 +245,15 @@ for (const target of targets) {
         assert.equal(response.status, 200);
         assert.match(response.headers.get("content-type") ?? "", /application\/json/);
         const summary = (await response.json()) as Record<string, number>;
-        for (const field of ["schedulesFired", "claimed", "completed", "retried", "failed", "stillDue", "durationMs"]) {
+        for (const field of [
+          "schedulesFired",
+          "claimed",
+          "completed",
+          "retried",
+          "failed",
+          "stillDue",
+          "durationMs",
+        ]) {
           assert.equal(typeof summary[field], "number", field);
         }
         assert.equal(summary.schedulesFired, 1);
@@ -224,10 +266,19 @@ for (const target of targets) {
         const jobs = (await t.errand.listJobs({ limit: 100 })).jobs;
         assert.equal(jobs.filter((j) => j.state === "completed").length, summary.completed);
         assert.equal(jobs.filter((j) => j.key?.startsWith("cron:")).length, summary.schedulesFired);
-        assert.deepEqual(jobs.filter((j) => j.key?.startsWith("cron:")).map((j) => j.key), [`cron:daily-report:${t.slot}`]);
+        assert.deepEqual(
+          jobs.filter((j) => j.key?.startsWith("cron:")).map((j) => j.key),
+          [`cron:daily-report:${t.slot}`],
+        );
         const stats = await t.errand.stats();
-        assert.equal(stats.reduce((n, s) => n + s.pending, 0), summary.stillDue);
-        assert.equal(stats.reduce((n, s) => n + s.completed, 0), summary.completed);
+        assert.equal(
+          stats.reduce((n, s) => n + s.pending, 0),
+          summary.stillDue,
+        );
+        assert.equal(
+          stats.reduce((n, s) => n + s.completed, 0),
+          summary.completed,
+        );
         assert.deepEqual([...ran].sort(), [`cron:daily-report:${t.slot}`, "work:0", "work:1", "work:2"]);
         // A second tick finds nothing to do.
         const again = (await (await t.tick()).json()) as Record<string, number>;
@@ -241,7 +292,17 @@ for (const target of targets) {
     test("?limit= bounds the batch; values outside 1..1000 or not integers are a 400", async () => {
       const t = await setUp(5);
       try {
-        for (const query of ["?limit=0", "?limit=1001", "?limit=abc", "?limit=1.5", "?limit=-1", "?limit=", "?limit=1e2", "?limit=1&limit=2", "?limit=99999999999"]) {
+        for (const query of [
+          "?limit=0",
+          "?limit=1001",
+          "?limit=abc",
+          "?limit=1.5",
+          "?limit=-1",
+          "?limit=",
+          "?limit=1e2",
+          "?limit=1&limit=2",
+          "?limit=99999999999",
+        ]) {
           const response = await t.tick({ query });
           assert.equal(response.status, 400, query);
           assert.match(((await response.json()) as { error: string }).error, /limit/, query);
@@ -278,7 +339,10 @@ for (const target of targets) {
         assert.equal(chunked.status, 413);
         await assertNothingDone(t.errand, 2);
         // A small body is fine (and ignored).
-        assert.equal((await t.tick({ body: "{}", headers: { "content-type": "application/json" } })).status, 200);
+        assert.equal(
+          (await t.tick({ body: "{}", headers: { "content-type": "application/json" } })).status,
+          200,
+        );
       } finally {
         await t.cleanup();
       }
@@ -292,9 +356,19 @@ for (const target of targets) {
           responses.map((r) => r.status),
           Array(10).fill(200),
         );
-        const summaries = (await Promise.all(responses.map((r) => r.json()))) as Array<Record<string, number>>;
-        assert.equal(summaries.reduce((n, s) => n + s.schedulesFired, 0), 1, "one tick fired the slot");
-        assert.equal(summaries.reduce((n, s) => n + s.completed, 0), 1, "one tick ran it");
+        const summaries = (await Promise.all(responses.map((r) => r.json()))) as Array<
+          Record<string, number>
+        >;
+        assert.equal(
+          summaries.reduce((n, s) => n + s.schedulesFired, 0),
+          1,
+          "one tick fired the slot",
+        );
+        assert.equal(
+          summaries.reduce((n, s) => n + s.completed, 0),
+          1,
+          "one tick ran it",
+        );
         const jobs = (await t.errand.listJobs({ limit: 100 })).jobs;
         assert.deepEqual(
           jobs.map((j) => [j.key, j.state, j.attempts.length]),
@@ -312,8 +386,21 @@ for (const target of targets) {
       const { server, base } = await listen(toNodeHandler(tick));
       try {
         assert.equal((await fetch(`${base}/whatever/cron`, { method: "POST" })).status, 401);
-        assert.equal((await fetch(`${base}/whatever/cron?limit=6`, { method: "POST", headers: { authorization: `Bearer ${SECRET}` } })).status, 400);
-        const direct = await tick(new Request("http://app.test/api/tick", { method: "POST", headers: { authorization: `bearer ${SECRET}` } }));
+        assert.equal(
+          (
+            await fetch(`${base}/whatever/cron?limit=6`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${SECRET}` },
+            })
+          ).status,
+          400,
+        );
+        const direct = await tick(
+          new Request("http://app.test/api/tick", {
+            method: "POST",
+            headers: { authorization: `bearer ${SECRET}` },
+          }),
+        );
         assert.equal(direct.status, 200);
         const summary = (await direct.json()) as Record<string, number>;
         assert.equal(summary.claimed, 1, "default limit 1");

@@ -7,8 +7,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import { greet } from "./fixtures/jobs.js";
@@ -23,9 +23,17 @@ interface Result {
   stderr: string;
 }
 
-function start(args: string[], env: Record<string, string> = {}): { child: ChildProcess; out: () => string; done: Promise<Result> } {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ERRAND_") && k !== "CRON_SECRET"));
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { cwd: ROOT, env: { ...base, NODE_NO_WARNINGS: "1", ...env } });
+function start(
+  args: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; out: () => string; done: Promise<Result> } {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("ERRAND_") && k !== "CRON_SECRET"),
+  );
+  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+    cwd: ROOT,
+    env: { ...base, NODE_NO_WARNINGS: "1", ...env },
+  });
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => {
@@ -61,17 +69,48 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("errand schedule", () => {
   test("add, list and remove; bad input exits 2 (1 for a payload the schema refuses) and stores nothing", async () => {
-    const added = await run(["--url", db, "schedule", "add", "morning", "0 8 * * 1-5", "greet", "--jobs", JOBS, "--payload", '{"name":"team"}', "--timezone", "Europe/Berlin", "--missed", "all"]);
+    const added = await run([
+      "--url",
+      db,
+      "schedule",
+      "add",
+      "morning",
+      "0 8 * * 1-5",
+      "greet",
+      "--jobs",
+      JOBS,
+      "--payload",
+      '{"name":"team"}',
+      "--timezone",
+      "Europe/Berlin",
+      "--missed",
+      "all",
+    ]);
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, /schedule "morning" added: 0 8 \* \* 1-5 \(Europe\/Berlin\) → greet on queue greetings/);
+    assert.match(
+      added.stdout,
+      /schedule "morning" added: 0 8 \* \* 1-5 \(Europe\/Berlin\) → greet on queue greetings/,
+    );
 
     const bad: Array<[string[], number, RegExp]> = [
       [["bad", "0 8 * *", "greet", "--queue", "greetings"], 2, /invalid cron expression "0 8 \* \*"/],
-      [["bad", "0 8 * * *", "greet", "--queue", "greetings", "--timezone", "Mars/Olympus"], 2, /unknown time zone "Mars\/Olympus"/],
-      [["bad", "0 8 * * *", "greet", "--queue", "greetings", "--missed", "some"], 2, /--missed must be "latest" or "all"/],
+      [
+        ["bad", "0 8 * * *", "greet", "--queue", "greetings", "--timezone", "Mars/Olympus"],
+        2,
+        /unknown time zone "Mars\/Olympus"/,
+      ],
+      [
+        ["bad", "0 8 * * *", "greet", "--queue", "greetings", "--missed", "some"],
+        2,
+        /--missed must be "latest" or "all"/,
+      ],
       [["bad", "0 8 * * *", "greet", "--jobs", JOBS, "--payload", "{nope"], 2, /--payload is not valid JSON/],
       [["bad", "0 8 * * *", "nope", "--jobs", JOBS], 2, /unknown job "nope"/],
-      [["bad", "0 8 * * *", "greet", "--jobs", JOBS, "--payload", '{"name":1}'], 1, /does not match the schema of job "greet"/],
+      [
+        ["bad", "0 8 * * *", "greet", "--jobs", JOBS, "--payload", '{"name":1}'],
+        1,
+        /does not match the schema of job "greet"/,
+      ],
       [["bad", "0 8 * * *", "greet"], 2, /give --jobs <module>.*or --queue/],
     ];
     const results = await Promise.all(bad.map(([args]) => run(["--url", db, "schedule", "add", ...args])));
@@ -100,7 +139,11 @@ describe("errand schedule", () => {
   });
 
   test("errand tick fires due schedules and runs jobs, with a JSON summary", async () => {
-    const errand = await openErrand({ url: db, logger: silentLogger(), jobs: [greet as unknown as AnyJobDefinition] });
+    const errand = await openErrand({
+      url: db,
+      logger: silentLogger(),
+      jobs: [greet as unknown as AnyJobDefinition],
+    });
     await errand.enqueue(greet, { name: "a" });
     await errand.enqueue(greet, { name: "b" });
     await errand.close();
@@ -119,10 +162,16 @@ describe("errand schedule", () => {
 
 describe("errand serve", () => {
   test("serves the tick endpoint on 127.0.0.1 and stops on SIGTERM", { timeout: 60_000 }, async () => {
-    const errand = await openErrand({ url: db, logger: silentLogger(), jobs: [greet as unknown as AnyJobDefinition] });
+    const errand = await openErrand({
+      url: db,
+      logger: silentLogger(),
+      jobs: [greet as unknown as AnyJobDefinition],
+    });
     await errand.enqueue(greet, { name: "served" });
     await errand.close();
-    const proc = start(["--url", db, "serve", "--jobs", JOBS, "--port", "0"], { CRON_SECRET: "serve-secret" });
+    const proc = start(["--url", db, "serve", "--jobs", JOBS, "--port", "0"], {
+      CRON_SECRET: "serve-secret",
+    });
     try {
       const deadline = Date.now() + 30_000;
       while (!/errand serving on (\S+)/.test(proc.out())) {
@@ -132,11 +181,17 @@ describe("errand serve", () => {
       const base = /errand serving on (\S+)/.exec(proc.out())?.[1] ?? "";
       assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/);
       assert.equal((await fetch(`${base}/api/cron/tick`, { method: "POST" })).status, 401);
-      const ok = await fetch(`${base}/api/cron/tick`, { method: "POST", headers: { authorization: "Bearer serve-secret" } });
+      const ok = await fetch(`${base}/api/cron/tick`, {
+        method: "POST",
+        headers: { authorization: "Bearer serve-secret" },
+      });
       assert.equal(ok.status, 200);
       assert.equal(((await ok.json()) as { completed: number }).completed, 1);
       proc.child.kill("SIGTERM");
-      const result = await Promise.race([proc.done, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("serve did not stop")), 20_000))]);
+      const result = await Promise.race([
+        proc.done,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("serve did not stop")), 20_000)),
+      ]);
       assert.equal(result.code, 0, result.stderr);
     } finally {
       proc.child.kill("SIGKILL");
@@ -161,9 +216,11 @@ describe("errand init github-actions", () => {
     assert.match(text, /\$\{\{ secrets\.CRON_SECRET \}\}/);
     assert.match(text, /Authorization: Bearer %s/);
     assert.doesNotMatch(text, /https?:\/\/(?!example\.com)/, "no URL inline but the example in a comment");
-    for (const caveat of [/every 5 minutes/, /delayed at busy times/, /UTC/, /60 days/]) assert.match(text, caveat);
+    for (const caveat of [/every 5 minutes/, /delayed at busy times/, /UTC/, /60 days/])
+      assert.match(text, caveat);
     // Every caveat is a comment.
-    for (const line of text.split("\n").filter((l) => /5 minutes|busy times|60 days/.test(l))) assert.match(line, /^#/);
+    for (const line of text.split("\n").filter((l) => /5 minutes|busy times|60 days/.test(l)))
+      assert.match(line, /^#/);
 
     const exists = await run(["init", "github-actions", "--out", out]);
     assert.equal(exists.code, 1);
@@ -183,7 +240,9 @@ describe("errand init github-actions", () => {
       ["5h", /cannot be written as a cron schedule/],
       ["soon", /must be an interval like/],
     ] as const;
-    const results = await Promise.all(cases.map(([every]) => run(["init", "github-actions", "--every", every, "--out", out])));
+    const results = await Promise.all(
+      cases.map(([every]) => run(["init", "github-actions", "--every", every, "--out", out])),
+    );
     for (const [i, [every, message]] of cases.entries()) {
       assert.equal(results[i].code, 2, `${every}: ${results[i].stderr}`);
       assert.match(results[i].stderr, message, every);

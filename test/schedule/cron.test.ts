@@ -47,7 +47,8 @@ describe("cron validation", () => {
       try {
         assert.throws(
           () => errand.schedule("bad", expr, job, {}),
-          (err: Error) => err instanceof ValidationError && message.test(err.message) && /schedule "bad"/.test(err.message),
+          (err: Error) =>
+            err instanceof ValidationError && message.test(err.message) && /schedule "bad"/.test(err.message),
         );
         await errand.syncSchedules();
         assert.deepEqual(await errand.store.listSchedules(), [], "nothing stored");
@@ -63,7 +64,10 @@ describe("cron validation", () => {
       for (const zone of ["Mars/Olympus_Mons", "Europe/Berlinn", "+01:00", ""]) {
         assert.throws(
           () => errand.schedule("tz", "0 9 * * *", job, {}, { timezone: zone }),
-          (err: Error) => err instanceof ValidationError && err.message.includes('schedule "tz"') && /time zone/.test(err.message),
+          (err: Error) =>
+            err instanceof ValidationError &&
+            err.message.includes('schedule "tz"') &&
+            /time zone/.test(err.message),
           zone,
         );
       }
@@ -79,13 +83,30 @@ describe("cron validation", () => {
 
   test("rejects bad options, names and payloads at definition time", async () => {
     const errand = await openErrand({ url: "memory:", logger: silentLogger() });
-    const typed = defineJob({ name: "typed", queue: "q", schema: z.object({ n: z.number() }), run: () => {} });
+    const typed = defineJob({
+      name: "typed",
+      queue: "q",
+      schema: z.object({ n: z.number() }),
+      run: () => {},
+    });
     try {
-      assert.throws(() => errand.schedule("m", "* * * * *", job, {}, { missed: "some" as never }), /missed must be "latest" or "all"/);
-      assert.throws(() => errand.schedule("p", "* * * * *", job, {}, { priority: 1.5 }), /priority must be an integer/);
+      assert.throws(
+        () => errand.schedule("m", "* * * * *", job, {}, { missed: "some" as never }),
+        /missed must be "latest" or "all"/,
+      );
+      assert.throws(
+        () => errand.schedule("p", "* * * * *", job, {}, { priority: 1.5 }),
+        /priority must be an integer/,
+      );
       assert.throws(() => errand.schedule("has space", "* * * * *", job, {}), /schedule name must be/);
-      assert.throws(() => errand.schedule("typed", "* * * * *", typed, { n: "x" } as never), /payload of schedule "typed" does not match/);
-      assert.throws(() => errand.schedule("unknown-job", "* * * * *", "no-such-job", {}), /unknown job "no-such-job"/);
+      assert.throws(
+        () => errand.schedule("typed", "* * * * *", typed, { n: "x" } as never),
+        /payload of schedule "typed" does not match/,
+      );
+      assert.throws(
+        () => errand.schedule("unknown-job", "* * * * *", "no-such-job", {}),
+        /unknown job "no-such-job"/,
+      );
       errand.schedule("twice", "* * * * *", job, {});
       assert.throws(() => errand.schedule("twice", "0 * * * *", job, {}), /defined twice/);
     } finally {
@@ -94,9 +115,18 @@ describe("cron validation", () => {
   });
 
   test("accepts 5 fields, 6 with seconds, and nicknames", () => {
-    assert.equal(iso(CronExpression.parse("*/2 * * * * *").next(Date.parse("2026-01-01T00:00:00.500Z"))), "2026-01-01T00:00:02.000Z");
-    assert.equal(iso(CronExpression.parse("@daily").next(Date.parse("2026-01-01T00:00:00Z"))), "2026-01-02T00:00:00.000Z");
-    assert.equal(iso(CronExpression.parse("0 9 * * 1-5").next(Date.parse("2026-01-02T10:00:00Z"))), "2026-01-05T09:00:00.000Z");
+    assert.equal(
+      iso(CronExpression.parse("*/2 * * * * *").next(Date.parse("2026-01-01T00:00:00.500Z"))),
+      "2026-01-01T00:00:02.000Z",
+    );
+    assert.equal(
+      iso(CronExpression.parse("@daily").next(Date.parse("2026-01-01T00:00:00Z"))),
+      "2026-01-02T00:00:00.000Z",
+    );
+    assert.equal(
+      iso(CronExpression.parse("0 9 * * 1-5").next(Date.parse("2026-01-02T10:00:00Z"))),
+      "2026-01-05T09:00:00.000Z",
+    );
   });
 });
 
@@ -122,25 +152,37 @@ describe("DST: times are UTC instants, each wall-clock time fires once", () => {
   test("Europe/Berlin hourly: 23 slots on the spring day, 24 on the 25-hour autumn day (the repeated hour fires once)", () => {
     const spring = slots("0 * * * *", "Europe/Berlin", "2026-03-28T22:59:59Z", "2026-03-29T22:00:00Z");
     assert.equal(spring.length, 23);
-    assert.deepEqual(spring.slice(0, 4), ["2026-03-28T23:00:00.000Z", "2026-03-29T00:00:00.000Z", "2026-03-29T01:00:00.000Z", "2026-03-29T02:00:00.000Z"]);
+    assert.deepEqual(spring.slice(0, 4), [
+      "2026-03-28T23:00:00.000Z",
+      "2026-03-29T00:00:00.000Z",
+      "2026-03-29T01:00:00.000Z",
+      "2026-03-29T02:00:00.000Z",
+    ]);
     const autumn = slots("0 * * * *", "Europe/Berlin", "2026-10-24T21:59:59Z", "2026-10-25T23:00:00Z");
     assert.equal(autumn.length, 24);
     // 02:00 CEST (00:00Z) fires; 02:00 CET (01:00Z) is the same wall time and does not.
-    assert.deepEqual(autumn.slice(1, 5), ["2026-10-24T23:00:00.000Z", "2026-10-25T00:00:00.000Z", "2026-10-25T02:00:00.000Z", "2026-10-25T03:00:00.000Z"]);
+    assert.deepEqual(autumn.slice(1, 5), [
+      "2026-10-24T23:00:00.000Z",
+      "2026-10-25T00:00:00.000Z",
+      "2026-10-25T02:00:00.000Z",
+      "2026-10-25T03:00:00.000Z",
+    ]);
     assert.equal(new Set(autumn).size, autumn.length);
   });
 
   test("America/New_York: 02:30 on 2026-03-08 fires at 03:00 EDT; 01:30 on 2026-11-01 fires once (EDT)", () => {
-    assert.deepEqual(slots("30 2 * * *", "America/New_York", "2026-03-07T00:00:00Z", "2026-03-10T00:00:00Z"), [
-      "2026-03-07T07:30:00.000Z",
-      "2026-03-08T07:00:00.000Z",
-      "2026-03-09T06:30:00.000Z",
-    ]);
-    assert.deepEqual(slots("30 1 * * *", "America/New_York", "2026-10-31T00:00:00Z", "2026-11-03T00:00:00Z"), [
-      "2026-10-31T05:30:00.000Z",
-      "2026-11-01T05:30:00.000Z", // 01:30 EDT; not again at 01:30 EST (06:30Z)
-      "2026-11-02T06:30:00.000Z",
-    ]);
+    assert.deepEqual(
+      slots("30 2 * * *", "America/New_York", "2026-03-07T00:00:00Z", "2026-03-10T00:00:00Z"),
+      ["2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"],
+    );
+    assert.deepEqual(
+      slots("30 1 * * *", "America/New_York", "2026-10-31T00:00:00Z", "2026-11-03T00:00:00Z"),
+      [
+        "2026-10-31T05:30:00.000Z",
+        "2026-11-01T05:30:00.000Z", // 01:30 EDT; not again at 01:30 EST (06:30Z)
+        "2026-11-02T06:30:00.000Z",
+      ],
+    );
   });
 
   test("UTC (the default) has no DST: every hour fires", () => {
@@ -163,16 +205,25 @@ describe("DST: times are UTC instants, each wall-clock time fires once", () => {
       // Expected: every matching wall time (croner in UTC: no DST), mapped by the rule, de-duplicated.
       const wallMatches = new Cron(expr, { timezone: "UTC", paused: true });
       const expected = new Set<number>();
-      for (let wall = wallMatches.nextRun(new Date(start - 24 * H)); wall && wall.getTime() < end + 24 * H; wall = wallMatches.nextRun(wall)) {
+      for (
+        let wall = wallMatches.nextRun(new Date(start - 24 * H));
+        wall && wall.getTime() < end + 24 * H;
+        wall = wallMatches.nextRun(wall)
+      ) {
         const instant = wallToInstant(tz, wall.getTime());
         if (instant > start && instant < end) expected.add(instant);
       }
       const want = [...expected].sort((a, b) => a - b).map((t) => new Date(t).toISOString());
-      assert.deepEqual(slots(expr, tz, new Date(start).toISOString(), new Date(end).toISOString()), want, `${expr} ${tz} next`);
+      assert.deepEqual(
+        slots(expr, tz, new Date(start).toISOString(), new Date(end).toISOString()),
+        want,
+        `${expr} ${tz} next`,
+      );
       const cron = CronExpression.parse(expr, tz);
       for (let t = start + 60_000; t < end; t += 97_000) {
         const before = want.filter((s) => Date.parse(s) <= t).pop();
-        if (before) assert.equal(iso(cron.latest(t)), before, `${expr} ${tz} latest at ${new Date(t).toISOString()}`);
+        if (before)
+          assert.equal(iso(cron.latest(t)), before, `${expr} ${tz} latest at ${new Date(t).toISOString()}`);
       }
     }
   });

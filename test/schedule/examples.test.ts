@@ -8,7 +8,11 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 function runExample(path: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ERRAND_") && k !== "CRON_SECRET" && k !== "REMINDERS_DB"));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !k.startsWith("ERRAND_") && k !== "CRON_SECRET" && k !== "REMINDERS_DB",
+    ),
+  );
   const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, path), "--once"], {
     cwd: ROOT,
     env: { ...env, NODE_NO_WARNINGS: "1", ERRAND_LOG_LEVEL: "warn" },

@@ -22,7 +22,12 @@ for (const target of targets) {
     test("claims at most `limit` due jobs, runs them, and reports what is still due", () =>
       withErrand(async (errand) => {
         const ran: number[] = [];
-        const job = defineJob({ name: "work", queue: "q", schema: z.object({ n: z.number() }), run: (p) => void ran.push(p.n) });
+        const job = defineJob({
+          name: "work",
+          queue: "q",
+          schema: z.object({ n: z.number() }),
+          run: (p) => void ran.push(p.n),
+        });
         for (let n = 0; n < 5; n++) await errand.enqueue(job, { n });
         await errand.enqueue(job, { n: 99 }, { delay: "1h" }); // not due
         const first = await errand.processJobs({ limit: 3 });
@@ -57,7 +62,13 @@ for (const target of targets) {
         for (const kind of ["ok", "permanent", "transient", "ok"]) await errand.enqueue(job, { kind });
         const result = await errand.processJobs();
         assert.deepEqual(
-          { claimed: result.claimed, completed: result.completed, retried: result.retried, failed: result.failed, stillDue: result.stillDue },
+          {
+            claimed: result.claimed,
+            completed: result.completed,
+            retried: result.retried,
+            failed: result.failed,
+            stillDue: result.stillDue,
+          },
           { claimed: 4, completed: 2, retried: 1, failed: 1, stillDue: 0 },
         );
         assert.equal((await errand.listJobs({ state: "failed" })).jobs.length, 1);
@@ -85,7 +96,10 @@ for (const target of targets) {
           name: "stuck",
           queue: "q",
           schema: z.object({}),
-          run: (_p, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))),
+          run: (_p, ctx) =>
+            new Promise((_r, reject) =>
+              ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+            ),
         });
         const { id } = await errand.enqueue(job, {});
         const result = await errand.processJobs({ timeBudget: 500, finishTimeout: 50 });
@@ -103,18 +117,33 @@ for (const target of targets) {
         errand.register(job);
         const { id } = await errand.enqueue(job, {});
         // A previous tick's process claimed it and died: its lease runs out.
-        const [claimed] = await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "killed-tick", leaseMs: 50 });
+        const [claimed] = await errand.store.claimJobs({
+          queue: "q",
+          limit: 1,
+          workerId: "killed-tick",
+          leaseMs: 50,
+        });
         assert.equal(claimed.id, id);
-        await waitFor(async () => (await errand.store.now()).getTime() > claimed.lockedUntil.getTime() + 20, "the lease to expire", 5000);
+        await waitFor(
+          async () => (await errand.store.now()).getTime() > claimed.lockedUntil.getTime() + 20,
+          "the lease to expire",
+          5000,
+        );
         const result = await errand.processJobs();
         assert.deepEqual([result.claimed, result.completed], [1, 1]);
-        assert.deepEqual((await errand.getJob(id))?.attempts.map((a) => a.outcome), ["lost", "completed"]);
+        assert.deepEqual(
+          (await errand.getJob(id))?.attempts.map((a) => a.outcome),
+          ["lost", "completed"],
+        );
       }));
 
     test("refuses unknown queues and bad limits", () =>
       withErrand(async (errand) => {
         errand.register(defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} }) as never);
-        await assert.rejects(errand.processJobs({ queues: ["nope"] }), (err: Error) => err instanceof ValidationError && /unknown queue "nope"/.test(err.message));
+        await assert.rejects(
+          errand.processJobs({ queues: ["nope"] }),
+          (err: Error) => err instanceof ValidationError && /unknown queue "nope"/.test(err.message),
+        );
         await assert.rejects(errand.processJobs({ limit: 0 }), /limit must be an integer from 1/);
         await assert.rejects(errand.processJobs({ timeBudget: "soon" }), /timeBudget/);
       }));

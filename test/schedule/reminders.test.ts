@@ -38,7 +38,9 @@ async function serve(app: RemindersApp): Promise<{ server: Server; url: string }
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/cron/tick` };
 }
 
-test("each due booking gets exactly one reminder across concurrent ticks in two processes", { timeout: 60_000 }, async () => {
+test("each due booking gets exactly one reminder across concurrent ticks in two processes", {
+  timeout: 60_000,
+}, async () => {
   const file = join(dir, "app.db");
   const sent: string[] = [];
   const mailer = slowMailer(sent);
@@ -49,16 +51,23 @@ test("each due booking gets exactly one reminder across concurrent ticks in two 
   try {
     const now = Date.now();
     const soon = ["in-1h@x.test", "in-5h@x.test", "in-23h@x.test"];
-    soon.forEach((email, i) => a.addBooking({ customerEmail: email, startsAt: new Date(now + [1, 5, 23][i] * HOUR) }));
+    for (const [i, email] of soon.entries()) {
+      a.addBooking({ customerEmail: email, startsAt: new Date(now + [1, 5, 23][i] * HOUR) });
+    }
     a.addBooking({ customerEmail: "in-30h@x.test", startsAt: new Date(now + 30 * HOUR) }); // not due yet
     a.addBooking({ customerEmail: "past@x.test", startsAt: new Date(now - HOUR) }); // already started
     const done = a.addBooking({ customerEmail: "reminded@x.test", startsAt: new Date(now + 2 * HOUR) });
-    a.db.prepare("INSERT INTO reminders (booking_id, sent_at, message_id, job_id) VALUES (?, ?, 'old', '0')").run(done, new Date().toISOString());
+    a.db
+      .prepare("INSERT INTO reminders (booking_id, sent_at, message_id, job_id) VALUES (?, ?, 'old', '0')")
+      .run(done, new Date().toISOString());
 
     // Round 1: four ticks at once, two per process.
     const results = await Promise.all([a.tick(), b.tick(), a.tick(), b.tick()]);
     assert.deepEqual([...sent].sort(), [...soon].sort(), "each due booking mailed once");
-    assert.equal(results.reduce((n, r) => n + r.completed, 0), 3);
+    assert.equal(
+      results.reduce((n, r) => n + r.completed, 0),
+      3,
+    );
     assert.deepEqual(
       a.sentReminders().map((r) => r.bookingId),
       [1, 2, 3, 6],
@@ -80,11 +89,17 @@ test("each due booking gets exactly one reminder across concurrent ticks in two 
       Array(10).fill(200),
     );
     const summaries = (await Promise.all(responses.map((r) => r.json()))) as Array<{ completed: number }>;
-    assert.equal(summaries.reduce((n, s) => n + s.completed, 0), 2);
+    assert.equal(
+      summaries.reduce((n, s) => n + s.completed, 0),
+      2,
+    );
     assert.deepEqual([...sent].sort(), [...soon, "new-1@x.test", "new-2@x.test"].sort());
 
     // A wrong token sends nothing; later ticks find nothing left to send.
-    assert.equal((await fetch(endpoints[0].url, { method: "POST", headers: { authorization: "Bearer nope" } })).status, 401);
+    assert.equal(
+      (await fetch(endpoints[0].url, { method: "POST", headers: { authorization: "Bearer nope" } })).status,
+      401,
+    );
     await Promise.all([a.tick(), b.tick()]);
     assert.equal(sent.length, 5, "no reminder twice");
     assert.equal(a.sentReminders().length, 6);
@@ -105,7 +120,12 @@ test("each due booking gets exactly one reminder across concurrent ticks in two 
 test("the booking that starts in a day and a minute waits for a later tick", async () => {
   let clock = Date.parse("2026-06-01T08:00:00Z");
   const sent: string[] = [];
-  const app = await createRemindersApp({ file: join(dir, "window.db"), mailer: slowMailer(sent), now: () => new Date(clock), logger: silentLogger() });
+  const app = await createRemindersApp({
+    file: join(dir, "window.db"),
+    mailer: slowMailer(sent),
+    now: () => new Date(clock),
+    logger: silentLogger(),
+  });
   try {
     app.addBooking({ customerEmail: "tomorrow@x.test", startsAt: new Date(clock + 24 * HOUR + 60_000) });
     await app.tick();

@@ -126,7 +126,11 @@ describe("syncing", () => {
         ],
       );
       const a = rows.find((r) => r.name === "a");
-      assert.equal(a?.nextRunAt.toISOString(), "2026-05-01T10:05:00.000Z", "kept: the missed slots are still due");
+      assert.equal(
+        a?.nextRunAt.toISOString(),
+        "2026-05-01T10:05:00.000Z",
+        "kept: the missed slots are still due",
+      );
       assert.deepEqual(
         (await next.fireSchedules()).slots.map((s) => s.slot.toISOString()),
         ["2026-05-01T10:10:00.000Z"],
@@ -147,7 +151,10 @@ describe("syncing", () => {
       const worker = other.work({ q: {} }, { pollInterval: 20 });
       await waitFor(async () => (await other.store.listWorkers(60_000)).length > 0, "the worker to register");
       await worker.stop();
-      assert.deepEqual((await errand.store.listSchedules()).map((s) => s.name), ["a"]);
+      assert.deepEqual(
+        (await errand.store.listSchedules()).map((s) => s.name),
+        ["a"],
+      );
       await other.syncSchedules(); // explicit: the empty set is the truth now
       assert.deepEqual(await errand.store.listSchedules(), []);
       await other.close();
@@ -162,8 +169,11 @@ for (const target of targets) {
     test("ten concurrent schedulers on three errands enqueue one job per slot", async () => {
       const a = await target.open({ jobs: [asAny(noop)] });
       // Memory: three errands on one store; SQLite and Postgres: three connections, as three processes would.
-      const where = target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
-      const others = await Promise.all([1, 2].map(() => openErrand({ ...where, logger: silentLogger(), jobs: [asAny(noop)] })));
+      const where =
+        target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
+      const others = await Promise.all(
+        [1, 2].map(() => openErrand({ ...where, logger: silentLogger(), jobs: [asAny(noop)] })),
+      );
       const errands = [a.errand, ...others];
       try {
         a.errand.schedule("daily", "0 0 * * *", noop, {});
@@ -171,11 +181,24 @@ for (const target of targets) {
         const [row] = await a.errand.store.listSchedules();
         // Pretend the schedule was last fired two days ago: one slot (today 00:00 UTC) is due.
         const past = new Date(row.nextRunAt.getTime() - 2 * 86_400_000);
-        assert.ok(await a.errand.store.advanceSchedule({ name: "daily", expectedNextRunAt: row.nextRunAt, nextRunAt: past, lastSlot: null }));
-        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => errands[i % errands.length].fireSchedules()));
+        assert.ok(
+          await a.errand.store.advanceSchedule({
+            name: "daily",
+            expectedNextRunAt: row.nextRunAt,
+            nextRunAt: past,
+            lastSlot: null,
+          }),
+        );
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => errands[i % errands.length].fireSchedules()),
+        );
         const today = new Date(row.nextRunAt.getTime() - 86_400_000).toISOString();
         assert.deepEqual(await keys(a.errand), [`cron:daily:${today}`]);
-        assert.equal(results.reduce((n, r) => n + r.fired, 0), 1, "exactly one scheduler created it");
+        assert.equal(
+          results.reduce((n, r) => n + r.fired, 0),
+          1,
+          "exactly one scheduler created it",
+        );
         const [after] = await a.errand.store.listSchedules();
         assert.equal(after.nextRunAt.toISOString(), row.nextRunAt.toISOString());
       } finally {
@@ -184,7 +207,9 @@ for (const target of targets) {
       }
     });
 
-    test("three running workers and a schedule every two seconds: each slot runs once", { timeout: 30_000 }, async () => {
+    test("three running workers and a schedule every two seconds: each slot runs once", {
+      timeout: 30_000,
+    }, async () => {
       const ran: string[] = [];
       const job = defineJob({
         name: "beat",
@@ -195,9 +220,11 @@ for (const target of targets) {
         },
       });
       const a = await target.open({ jobs: [asAny(job)] });
-      const where = target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
+      const where =
+        target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
       const errands = [a.errand];
-      for (let i = 0; i < 2; i++) errands.push(await openErrand({ ...where, logger: silentLogger(), jobs: [asAny(job)] }));
+      for (let i = 0; i < 2; i++)
+        errands.push(await openErrand({ ...where, logger: silentLogger(), jobs: [asAny(job)] }));
       try {
         for (const e of errands) e.schedule("beat", "*/2 * * * * *", job, {}, { missed: "all" });
         const workers = errands.map((e) => e.work({ beats: { concurrency: 2 } }, { pollInterval: 50 }));
@@ -207,9 +234,14 @@ for (const target of targets) {
         assert.equal(ran.length, slots.length, `no slot ran twice: ${JSON.stringify(ran)}`);
         // Every two seconds, none skipped between the first and the last.
         const times = slots.map((k) => Date.parse(k.slice("cron:beat:".length)));
-        for (let i = 1; i < times.length; i++) assert.equal(times[i] - times[i - 1], 2000, `consecutive slots: ${slots.join(", ")}`);
+        for (let i = 1; i < times.length; i++)
+          assert.equal(times[i] - times[i - 1], 2000, `consecutive slots: ${slots.join(", ")}`);
         const stored = await keys(a.errand);
-        assert.deepEqual(stored, slots.concat(stored.filter((k) => !slots.includes(k))).sort(), "one job per slot");
+        assert.deepEqual(
+          stored,
+          slots.concat(stored.filter((k) => !slots.includes(k))).sort(),
+          "one job per slot",
+        );
         assert.equal(new Set(stored).size, stored.length);
       } finally {
         for (const e of errands.slice(1)) await e.close();
