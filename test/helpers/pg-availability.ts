@@ -10,7 +10,7 @@ export function postgresAvailability(): { url: string; skip: string | false } {
   let reachable = false;
   try {
     // A synchronous probe so test files can decide skip-or-run at definition time.
-    execFileSync(process.execPath, ["-e", PROBE, url], { timeout: 5000, stdio: "ignore" });
+    execFileSync(process.execPath, ["-e", PROBE, url], { timeout: 30_000, stdio: "ignore" });
     reachable = true;
   } catch {
     reachable = false;
@@ -27,6 +27,6 @@ let cached: { url: string; skip: string | false } | undefined;
 
 const PROBE = `
 const pg = require("pg");
-const c = new pg.Client({ connectionString: process.argv[1], connectionTimeoutMillis: 3000 });
+const c = new pg.Client({ connectionString: process.argv[1], connectionTimeoutMillis: 20000 });
 c.connect().then(() => c.query("select 1")).then(() => c.end()).then(() => process.exit(0), () => process.exit(1));
 `;
