@@ -152,7 +152,11 @@ async function scenario(store: Store): Promise<unknown[]> {
   );
   log(
     "insert duplicate key",
-    await store.insertJobs([job("a", "again", { key: "k1" }), job("c", "c1", { priority: -3 })]),
+    await store.insertJobs([
+      job("a", "again", { key: "k1" }),
+      job("c", "c1", { priority: -3 }),
+      job("c", "c2", { priority: 7, delayMs: 20_000 }), // delayed within the current minute or the next
+    ]),
   );
   log("stats 1", await store.stats());
   log("nextRunAt", await store.nextRunAt(["a", "b", "zzz"]));

@@ -22,7 +22,7 @@
  * - STATS: HashAggregate over job_counts (~20k rows) + 4 index probes per queue, 20-40 ms
  *   (empty: 3 ms). Counting the table instead (parallel index-only scans of 5M entries,
  *   2M heap fetches while the visibility map lagged, JIT): 12.8-22.6 s.
- * - NEXT_RUN_AT: one Index Only Scan (LIMIT 1) of jobs_pending_run_at_idx per queue, 0.2-0.5 ms.
+ * - NEXT_RUN_AT: one Index Only Scan (LIMIT 1) of jobs_claim_idx per queue and priority, 0.2-0.5 ms.
  * - LIST_DEAD_JOBS (50 failed): Index Only Scan Backward on jobs_dead_idx, 0.3 ms; LIST_JOBS
  *   walked jobs_pkey backwards through 1M newer pending rows: 1.2-5 s.
  * - INSERT_JOBS, 5,000 rows: the same on both tables (290-600 ms at that load).
@@ -42,6 +42,25 @@ const notifyQueues = (rows: string) =>
   `(SELECT count(pg_notify({{channel}}, q.queue)) AS notified FROM (SELECT DISTINCT queue FROM ${rows}) q)`;
 
 const JOBS = "{{schema}}.jobs";
+
+/**
+ * The head of each priority level of one queue's pending jobs: (priority, earliest run_at), one
+ * probe of jobs_claim_idx per distinct priority (a loose index scan). The earliest run_at of the
+ * queue is the min over these. O(distinct priorities), usually a handful.
+ */
+const pendingHeads = (queue: string) => `(
+  WITH RECURSIVE p AS (
+    (SELECT h.priority, h.run_at FROM ${JOBS} h
+     WHERE h.queue = ${queue} AND h.state = 'pending' ORDER BY h.priority DESC, h.run_at, h.id LIMIT 1)
+    UNION ALL
+    SELECT n.priority, n.run_at FROM p, LATERAL (
+      SELECT h.priority, h.run_at FROM ${JOBS} h
+      WHERE h.queue = ${queue} AND h.state = 'pending' AND h.priority < p.priority
+      ORDER BY h.priority DESC, h.run_at, h.id LIMIT 1
+    ) n
+  )
+  SELECT priority, run_at FROM p
+)`;
 
 /** Every column of a job record (rows.ts maps them). */
 const JOB_COLUMNS = `id, queue, name, state, priority, attempt, max_attempts, run_at, payload, key, attempts, result,
@@ -193,9 +212,10 @@ const COUNTS = `(
 /**
  * stats(): per queue and state, from the counters (migrations.ts) — never a count of the jobs
  * table, so it costs the same with 6 million rows as with none. The only rows read from jobs
- * are each window's partial minute: pending jobs due later this minute (delayed vs due), jobs
- * finished in the first minute of the last hour/day, and the oldest pending job per queue (one
- * index probe). Columns: queue, state, n, delayed, oldest_ms, last_hour, last_day.
+ * are each window's partial minute: pending jobs due later this minute (delayed vs due; one range
+ * per priority level), jobs finished in the first minute of the last hour/day, and the oldest
+ * pending job per queue (pendingHeads). Columns: queue, state, n, delayed, oldest_ms, last_hour,
+ * last_day.
  */
 export const STATS = `
 WITH t AS (
@@ -204,6 +224,7 @@ WITH t AS (
 ), per AS (
   SELECT c.queue, c.state, sum(c.n) AS total,
          coalesce(sum(c.n) FILTER (WHERE c.bucket > t.m), 0) AS later,
+         coalesce(sum(c.n) FILTER (WHERE c.bucket = t.m), 0) AS this_minute,
          coalesce(sum(c.n) FILTER (WHERE c.bucket > t.h), 0) AS hour_full,
          coalesce(sum(c.n) FILTER (WHERE c.bucket > t.d), 0) AS day_full
   FROM ${COUNTS} c, t
@@ -211,13 +232,16 @@ WITH t AS (
   HAVING sum(c.n) <> 0
 )
 SELECT per.queue, per.state, per.total AS n,
-  CASE WHEN per.state = 'pending' THEN per.later + (
-    SELECT count(*) FROM ${JOBS} j
-    WHERE j.queue = per.queue AND j.state = 'pending' AND j.run_at > t.now AND j.run_at < t.m + interval '1 minute'
-  ) END AS delayed,
+  CASE WHEN per.state = 'pending' THEN per.later + CASE WHEN per.this_minute = 0 THEN 0 ELSE (
+    SELECT coalesce(sum((
+      SELECT count(*) FROM ${JOBS} j
+      WHERE j.queue = per.queue AND j.state = 'pending' AND j.priority = h.priority
+        AND j.run_at > t.now AND j.run_at < t.m + interval '1 minute'
+    )), 0) FROM ${pendingHeads("per.queue")} h
+  ) END END AS delayed,
   CASE WHEN per.state = 'pending' THEN (
-    SELECT CASE WHEN o.run_at <= t.now THEN floor(extract(epoch FROM t.now - o.run_at) * 1000) END
-    FROM (SELECT j.run_at FROM ${JOBS} j WHERE j.queue = per.queue AND j.state = 'pending' ORDER BY j.run_at LIMIT 1) o
+    SELECT CASE WHEN min(h.run_at) <= t.now THEN floor(extract(epoch FROM t.now - min(h.run_at)) * 1000) END
+    FROM ${pendingHeads("per.queue")} h
   ) END AS oldest_ms,
   CASE WHEN per.state IN ('completed', 'failed') THEN per.hour_full + (
     SELECT count(*) FROM ${JOBS} j
@@ -410,11 +434,9 @@ WITH expired AS (
 )
 SELECT r.*, ${notifyQueues("rescued WHERE state = 'pending'")} AS notified FROM rescued r`;
 
-/** Earliest run_at of pending jobs in queues $1: one short walk of jobs_pending_run_at_idx per queue. */
+/** Earliest run_at of pending jobs in queues $1 (pendingHeads per queue). */
 export const NEXT_RUN_AT = `
-SELECT min(n.run_at) AS next
-FROM unnest($1::text[]) AS q(queue),
-     LATERAL (SELECT run_at FROM ${JOBS} WHERE queue = q.queue AND state = 'pending' ORDER BY run_at LIMIT 1) n`;
+SELECT min(h.run_at) AS next FROM unnest($1::text[]) AS q(queue), LATERAL ${pendingHeads("q.queue")} h`;
 
 // ── admin: cancel, retry, discard, prune ──────────────────────────────────────────────────
 
