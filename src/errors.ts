@@ -68,11 +68,12 @@ function httpStatus(err: unknown): number | undefined {
 
 /** The built-in classification (DESIGN: error classes). */
 export function errorKind(err: unknown): ErrorKind {
-  if (err instanceof PermanentError) return "permanent";
-  if (err instanceof ValidationError) return "validation";
-  if (err instanceof JobTimeoutError) return "timeout";
-  if (err instanceof RetryableError) return "retryable";
+  // By code rather than instanceof: a jobs module may load a second copy of errand.
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (code === "ERR_PERMANENT") return "permanent";
+  if (code === "ERR_VALIDATION") return "validation";
+  if (code === "ERR_TIMEOUT") return "timeout";
+  if (code === "ERR_RETRYABLE") return "retryable";
   if (typeof code === "string" && TRANSIENT_CODES.has(code)) return "retryable";
   const status = httpStatus(err);
   if (status !== undefined && TRANSIENT_HTTP.has(status)) return "retryable";

@@ -3,7 +3,6 @@ import {
   type Classification,
   type ErrorKind,
   JobTimeoutError,
-  RetryableError,
   ValidationError,
   errorKind,
   toError,
@@ -135,14 +134,14 @@ function classifyFailure(
     if (custom) decision = custom;
   }
   if (kind === "unknown" && decision === "fail") kind = "permanent";
-  if (thrown instanceof RetryableError && thrown.rateLimited) {
-    const delayMs = thrown.retryAfterMs ?? def.backoff(claimed.attempt);
+  // Read as fields, not by instanceof: a jobs module may load a second copy of errand.
+  const hints = thrown as { retryAfterMs?: unknown; rateLimited?: unknown };
+  const retryAfter = kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : undefined;
+  if (kind === "retryable" && hints.rateLimited === true) {
+    const delayMs = retryAfter ?? def.backoff(claimed.attempt);
     log.info({ delayMs, err: error.message }, "rate limited: snoozed without spending an attempt");
-    return {
-      outcome: { ...base, kind: "snoozed", delayMs, error: errorFields(error, kind) },
-    };
+    return { outcome: { ...base, kind: "snoozed", delayMs, error: errorFields(error, kind) } };
   }
-  const retryAfter = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
   return { outcome: failureOutcome(base, claimed, error, kind, def, retryAfter, decision, log) };
 }
 

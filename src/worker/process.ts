@@ -17,7 +17,6 @@ import { type Duration, parseDuration } from "../duration.js";
 import type { Errand } from "../errand.js";
 import { toError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { JobAbort } from "./abort.js";
 import type { StopResult, Worker } from "./worker.js";
 
 export interface RunUntilSignalOptions {
@@ -98,7 +97,7 @@ export async function runUntilSignal(
     if (forced) return;
     forced = true;
     log.warn({ signal: sig, running: worker.running }, `${sig} received again: releasing running jobs now`);
-    aborted = Math.max(aborted, abortRunning(worker));
+    aborted = Math.max(aborted, worker.abortRunning());
   };
 
   const onCrash = (kind: "uncaughtException" | "unhandledRejection") => (thrown: unknown) => {
@@ -112,7 +111,7 @@ export async function runUntilSignal(
       beginStop(0);
     } else {
       // Already stopping gracefully: a crash ends the grace period.
-      aborted = Math.max(aborted, abortRunning(worker));
+      aborted = Math.max(aborted, worker.abortRunning());
     }
   };
 
@@ -176,24 +175,4 @@ export async function runUntilSignal(
   } finally {
     removeHandlers();
   }
-}
-
-/**
- * Ends the grace period now: aborts every running job's signal with the shutdown reason, exactly
- * what Worker.stop does at its hard timeout, so each job is released (recorded, not charged).
- *
- * Worker.stop() is idempotent and keeps the timeout of its first call, so a second, shorter
- * stop() cannot cut a graceful stop short; until Worker offers that, this reaches the worker's
- * table of running jobs. Returns how many jobs were aborted.
- */
-function abortRunning(worker: Worker): number {
-  const active = (worker as unknown as { active?: Map<string, { controller: AbortController }> }).active;
-  if (!(active instanceof Map)) return 0;
-  let count = 0;
-  for (const job of active.values()) {
-    if (job.controller.signal.aborted) continue;
-    job.controller.abort(new JobAbort("shutdown", "worker shut down"));
-    count++;
-  }
-  return count;
 }

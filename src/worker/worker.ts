@@ -359,7 +359,7 @@ export class Worker {
     if (!drained) {
       released = this.active.size;
       log.warn({ released }, "shutdown timeout reached: aborting running jobs and returning them to pending");
-      for (const job of this.active.values()) job.controller.abort(new JobAbort("shutdown", "worker shut down"));
+      this.abortRunning();
       await this.allSettled();
     }
     await this.completer.drain();
@@ -368,6 +368,21 @@ export class Worker {
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
     log[this.lifecycleLevel]({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
     return { clean: drained, released };
+  }
+
+  /**
+   * Ends the grace period now: aborts every running job's signal with the shutdown reason, so
+   * each is released (recorded as interrupted, not charged). What the hard timeout does; also for
+   * a second SIGTERM or a crash during a graceful stop. Returns how many jobs were aborted.
+   */
+  abortRunning(): number {
+    let count = 0;
+    for (const job of this.active.values()) {
+      if (job.controller.signal.aborted) continue;
+      job.controller.abort(new JobAbort("shutdown", "worker shut down"));
+      count++;
+    }
+    return count;
   }
 
   private async allSettled(): Promise<void> {
