@@ -538,9 +538,17 @@ export class PostgresStore implements Store {
     await this.run("COMPACT_COUNTS", [`errand.counts:${this.schema}`]);
   }
 
+  /** Runs read queries in one transaction without JIT (queries.ts NO_JIT). */
+  private async withoutJit<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return (await this.transaction(async (client) => {
+      await client.query(this.sql.NO_JIT);
+      return fn(client);
+    })) as T;
+  }
+
   async stats(): Promise<QueueStats[]> {
     await this.compactCounts();
-    const { rows } = await this.run("STATS");
+    const { rows } = await this.withoutJit((client) => this.run("STATS", [], client));
     const byQueue = new Map<string, QueueStats>();
     for (const r of rows) {
       const queue = r.queue as string;
@@ -596,10 +604,9 @@ export class PostgresStore implements Store {
     // Whole-minute buckets within the counters' 25 hours come from the counters; others scan.
     const fromCounters = bucketMs % 60_000 === 0 && sinceMs >= 0 && sinceMs <= 24 * 3_600_000;
     if (fromCounters) await this.compactCounts();
-    const { rows } = await this.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [
-      sinceMs,
-      bucketMs,
-    ]);
+    const { rows } = await this.withoutJit((client) =>
+      this.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [sinceMs, bucketMs], client),
+    );
     const buckets = new Map<string, ThroughputBucket>();
     for (const r of rows) {
       const at = Number(r.at);
