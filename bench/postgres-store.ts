@@ -160,7 +160,10 @@ async function bigTable(): Promise<void> {
     };
   };
   const empty = await withStore(async (store) => {
-    await store.insertJobs(jobs(1_000, "q1"));
+    // The same mix as the big table's pending jobs: 5 queues × 3 priorities, interleaved.
+    await store.insertJobs(
+      Array.from({ length: 15_000 }, (_, i) => ({ ...jobs(1, `q${i % 5}`)[0], priority: i % 3 })),
+    );
     return probe(store);
   });
   const big = await withStore(async (store) => {
