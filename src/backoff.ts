@@ -1,4 +1,4 @@
-import { parseDuration, type Duration } from "./duration.js";
+import { type Duration, parseDuration } from "./duration.js";
 
 /** Exponential backoff `base × 2^(k−1)`, capped at `max`, spread by ±`jitter` (a fraction), or an explicit list. */
 export type Backoff = { base?: Duration; max?: Duration; jitter?: number } | Duration[];
@@ -18,7 +18,8 @@ export function compileBackoff(backoff: Backoff | undefined, random: () => numbe
   const base = parseDuration(backoff?.base ?? DEFAULT_BACKOFF.base, "backoff.base");
   const max = parseDuration(backoff?.max ?? DEFAULT_BACKOFF.max, "backoff.max");
   const jitter = backoff?.jitter ?? DEFAULT_BACKOFF.jitter;
-  if (!(jitter >= 0 && jitter <= 1)) throw new TypeError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
+  if (!(jitter >= 0 && jitter <= 1))
+    throw new TypeError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
   return (attempt) => {
     const exponential = Math.min(max, base * 2 ** Math.min(Math.max(attempt, 1) - 1, 52));
     const spread = exponential * jitter * (random() * 2 - 1);

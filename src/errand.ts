@@ -1,22 +1,22 @@
 import { EventEmitter } from "node:events";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { parseDuration, type Duration } from "./duration.js";
+import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import {
   type AnyJobDefinition,
+  checkInteger,
   type JobDefinition,
   type JobRecord,
   MAX_ATTEMPTS_RANGE,
   PRIORITY_RANGE,
-  checkInteger,
 } from "./job.js";
 import { createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "./payload.js";
+import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
 import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
-import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
-import { type Deps as WorkerDeps, type QueueOptions, Worker, type WorkerOptions } from "./worker/worker.js";
+import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
 export interface OpenErrandOptions {
   /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
@@ -149,7 +149,9 @@ export class Errand extends EventEmitter<ErrandEvents> {
   job(name: string): AnyJobDefinition {
     const def = this.jobs.get(name);
     if (!def) {
-      throw new ValidationError(`unknown job "${name}"; known jobs: ${this.jobNames.join(", ") || "(none registered)"}`);
+      throw new ValidationError(
+        `unknown job "${name}"; known jobs: ${this.jobNames.join(", ") || "(none registered)"}`,
+      );
     }
     return def;
   }
@@ -164,30 +166,48 @@ export class Errand extends EventEmitter<ErrandEvents> {
   }
 
   /** Validates one payload and its options into a row to insert. Synchronous when the schema is. */
-  private prepare<P>(def: JobDefinition<P, unknown>, payload: P, options: Omit<EnqueueOptions, "tx">, what: string): NewJob | Promise<NewJob> {
+  private prepare<P>(
+    def: JobDefinition<P, unknown>,
+    payload: P,
+    options: Omit<EnqueueOptions, "tx">,
+    what: string,
+  ): NewJob | Promise<NewJob> {
     const row = this.prepareOptions(def, options, what);
     const normalized = normalizePayload(payload, this.payloadLimit, what);
     const checked = def.schema["~standard"].validate(normalized);
     const finish = (result: StandardSchemaV1.Result<P>): NewJob => {
       if (result.issues) {
         const detail = result.issues
-          .map((i) => `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`)
+          .map(
+            (i) =>
+              `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
+          )
           .join("; ");
-        throw new ValidationError(`${what} does not match the schema of job "${def.name}": ${detail}`, result.issues);
+        throw new ValidationError(
+          `${what} does not match the schema of job "${def.name}": ${detail}`,
+          result.issues,
+        );
       }
       return { ...row, payload: normalized };
     };
     return checked instanceof Promise ? checked.then(finish) : finish(checked);
   }
 
-  private prepareOptions<P>(def: JobDefinition<P, unknown>, options: Omit<EnqueueOptions, "tx">, what: string): Omit<NewJob, "payload"> {
+  private prepareOptions<P>(
+    def: JobDefinition<P, unknown>,
+    options: Omit<EnqueueOptions, "tx">,
+    what: string,
+  ): Omit<NewJob, "payload"> {
     if (options.delay !== undefined && options.runAt !== undefined) {
       throw new ValidationError(`${what}: give either delay or runAt, not both`);
     }
     const row: Omit<NewJob, "payload"> = {
       queue: def.queue,
       name: def.name,
-      priority: checkOption(() => checkInteger(options.priority ?? def.priority, "priority", PRIORITY_RANGE), what),
+      priority: checkOption(
+        () => checkInteger(options.priority ?? def.priority, "priority", PRIORITY_RANGE),
+        what,
+      ),
       maxAttempts: checkOption(
         () => checkInteger(options.maxAttempts ?? def.maxAttempts, "maxAttempts", MAX_ATTEMPTS_RANGE),
         what,
@@ -200,7 +220,8 @@ export class Errand extends EventEmitter<ErrandEvents> {
       }
       row.key = options.key;
     }
-    if (options.delay !== undefined) row.delayMs = checkOption(() => parseDuration(options.delay as Duration, "delay"), what);
+    if (options.delay !== undefined)
+      row.delayMs = checkOption(() => parseDuration(options.delay as Duration, "delay"), what);
     if (options.runAt !== undefined) row.runAt = parseInstant(options.runAt, what);
     return row;
   }
@@ -396,9 +417,12 @@ function checkOption<T>(fn: () => T, what: string): T {
 
 function parseInstant(value: Date | string, what: string): Date {
   const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-  const date = value instanceof Date ? value : typeof value === "string" && ISO.test(value) ? new Date(value) : null;
+  const date =
+    value instanceof Date ? value : typeof value === "string" && ISO.test(value) ? new Date(value) : null;
   if (!date || Number.isNaN(date.getTime())) {
-    throw new ValidationError(`${what}: runAt must be a Date or an ISO 8601 time like 2026-01-31T09:00:00Z; got ${JSON.stringify(value)}`);
+    throw new ValidationError(
+      `${what}: runAt must be a Date or an ISO 8601 time like 2026-01-31T09:00:00Z; got ${JSON.stringify(value)}`,
+    );
   }
   return date;
 }
@@ -407,7 +431,11 @@ function parseInstant(value: Date | string, what: string): Date {
 export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
   const ownsStore = !options.store;
   const store =
-    options.store ?? (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, { schema: options.schema, db: options.db }));
+    options.store ??
+    (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, {
+      schema: options.schema,
+      db: options.db,
+    }));
   try {
     if (options.migrate !== false) await store.migrate();
   } catch (err) {

@@ -1,4 +1,4 @@
-import { parseDuration, type Duration } from "./duration.js";
+import { type Duration, parseDuration } from "./duration.js";
 
 /** Every error errand throws on purpose has a stable `code`. */
 export class ErrandError extends Error {
@@ -37,7 +37,8 @@ export class RetryableError extends ErrandError {
     super("ERR_RETRYABLE", message, options);
     this.name = "RetryableError";
     this.rateLimited = options?.rateLimited ?? false;
-    if (options?.retryAfter !== undefined) this.retryAfterMs = parseDuration(options.retryAfter, "retryAfter");
+    if (options?.retryAfter !== undefined)
+      this.retryAfterMs = parseDuration(options.retryAfter, "retryAfter");
   }
 }
 
@@ -50,12 +51,28 @@ export class JobTimeoutError extends ErrandError {
 }
 
 /** The kinds an attempt's error is filed under in the job's history. */
-export type ErrorKind = "permanent" | "retryable" | "timeout" | "validation" | "unknown" | "lost" | "cancelled" | "interrupted";
+export type ErrorKind =
+  | "permanent"
+  | "retryable"
+  | "timeout"
+  | "validation"
+  | "unknown"
+  | "lost"
+  | "cancelled"
+  | "interrupted";
 
 /** What a classify hook answers: retry it, or fail it for good. */
 export type Classification = "retry" | "fail";
 
-const TRANSIENT_CODES = new Set(["ECONNRESET", "ETIMEDOUT", "ECONNREFUSED", "EAI_AGAIN", "EPIPE", "ENOTFOUND", "ECONNABORTED"]);
+const TRANSIENT_CODES = new Set([
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ECONNREFUSED",
+  "EAI_AGAIN",
+  "EPIPE",
+  "ENOTFOUND",
+  "ECONNABORTED",
+]);
 const TRANSIENT_HTTP = new Set([408, 429, 502, 503, 504]);
 
 /** Reads an HTTP status from the common error shapes (fetch wrappers, axios, got). */

@@ -1,30 +1,45 @@
-export { openErrand, Errand } from "./errand.js";
-export type { OpenErrandOptions, EnqueueOptions, EnqueueManyItem, EnqueuedJob, JobEvent, ErrandEvents } from "./errand.js";
-export { defineJob, JOB_STATES } from "./job.js";
-export type { JobDefinition, JobRecord, JobState, AttemptRecord, AttemptOutcome } from "./job.js";
-export { ErrandError, PermanentError, RetryableError, ValidationError, JobTimeoutError } from "./errors.js";
-export type { ErrorKind, Classification } from "./errors.js";
+export type {
+  Alert,
+  AlertOptions,
+  AlertRule,
+  AlertWatcher,
+  DlqGrowthRule,
+  FailureRateRule,
+  WebhookOptions,
+} from "./alerts.js";
+export { watchAlerts } from "./alerts.js";
 export type { Backoff } from "./backoff.js";
 export type { Duration } from "./duration.js";
 export { parseDuration } from "./duration.js";
-export type { JobContext } from "./worker/context.js";
-export { Worker } from "./worker/worker.js";
-export type { WorkerOptions, QueueOptions, StopResult } from "./worker/worker.js";
-export { createLogger, silentLogger } from "./logger.js";
-export type { Logger } from "./logger.js";
-export { MemoryStore } from "./store/memory/index.js";
-export type { Store, QueueStats, JobFilter, JobPage, ScheduleRecord, WorkerInfo } from "./store/types.js";
-export type { ScheduleOptions, FireResult, FiredSlot } from "./schedule/scheduler.js";
-export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
-export { runTick } from "./schedule/tick.js";
-export type { TickOptions, TickResult } from "./schedule/tick.js";
-export { createFetchHandler } from "./http/app.js";
+export type {
+  EnqueuedJob,
+  EnqueueManyItem,
+  EnqueueOptions,
+  ErrandEvents,
+  JobEvent,
+  OpenErrandOptions,
+} from "./errand.js";
+export { Errand, openErrand } from "./errand.js";
+export type { Classification, ErrorKind } from "./errors.js";
+export { ErrandError, JobTimeoutError, PermanentError, RetryableError, ValidationError } from "./errors.js";
 export type { FetchHandler, HttpOptions } from "./http/app.js";
+export { createFetchHandler } from "./http/app.js";
 export { toNodeHandler } from "./http/node.js";
-export { createTickHandler } from "./http/tick.js";
-export type { TickHandlerOptions } from "./http/tick.js";
-export { watchAlerts } from "./alerts.js";
-export type { AlertRule, DlqGrowthRule, FailureRateRule, Alert, AlertOptions, AlertWatcher, WebhookOptions } from "./alerts.js";
-export { runUntilSignal } from "./worker/process.js";
-export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { assertServeSafety } from "./http/security.js";
+export type { TickHandlerOptions } from "./http/tick.js";
+export { createTickHandler } from "./http/tick.js";
+export type { AttemptOutcome, AttemptRecord, JobDefinition, JobRecord, JobState } from "./job.js";
+export { defineJob, JOB_STATES } from "./job.js";
+export type { Logger } from "./logger.js";
+export { createLogger, silentLogger } from "./logger.js";
+export type { FiredSlot, FireResult, ScheduleOptions } from "./schedule/scheduler.js";
+export type { TickOptions, TickResult } from "./schedule/tick.js";
+export { runTick } from "./schedule/tick.js";
+export { MemoryStore } from "./store/memory/index.js";
+export type { JobFilter, JobPage, QueueStats, ScheduleRecord, Store, WorkerInfo } from "./store/types.js";
+export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
+export type { JobContext } from "./worker/context.js";
+export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
+export { runUntilSignal } from "./worker/process.js";
+export type { QueueOptions, StopResult, WorkerOptions } from "./worker/worker.js";
+export { Worker } from "./worker/worker.js";

@@ -103,7 +103,9 @@ export function checkName(value: string, what: string): string {
 
 export function checkInteger(value: unknown, what: string, range: { min: number; max: number }): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < range.min || value > range.max) {
-    throw new RangeError(`${what} must be an integer from ${range.min} to ${range.max}; got ${JSON.stringify(value)}`);
+    throw new RangeError(
+      `${what} must be an integer from ${range.min} to ${range.max}; got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -115,7 +117,9 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
   checkName(input.name, "job name");
   const queue = checkName(input.queue ?? "default", `queue of job "${input.name}"`);
   if (!input.schema || typeof input.schema !== "object" || !("~standard" in input.schema)) {
-    throw new TypeError(`job "${input.name}": schema must be a Standard Schema validator (zod 4, valibot, arktype, …)`);
+    throw new TypeError(
+      `job "${input.name}": schema must be a Standard Schema validator (zod 4, valibot, arktype, …)`,
+    );
   }
   if (typeof input.run !== "function") throw new TypeError(`job "${input.name}": run must be a function`);
   return Object.freeze({
@@ -124,7 +128,8 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
     schema: input.schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>>,
     maxAttempts: checkInteger(input.maxAttempts ?? 3, `job "${input.name}" maxAttempts`, MAX_ATTEMPTS_RANGE),
     backoff: compileBackoff(input.backoff),
-    timeoutMs: input.timeout === undefined ? null : parseDuration(input.timeout, `job "${input.name}" timeout`),
+    timeoutMs:
+      input.timeout === undefined ? null : parseDuration(input.timeout, `job "${input.name}" timeout`),
     priority: checkInteger(input.priority ?? 0, `job "${input.name}" priority`, PRIORITY_RANGE),
     classify: input.classify,
     run: input.run as (payload: never, ctx: JobContext) => Promise<R> | R,

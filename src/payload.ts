@@ -22,14 +22,17 @@ export function normalizePayload(payload: unknown, limit: number, what = "payloa
   } catch (err) {
     throw new ValidationError(`${what} is not JSON-serialisable: ${(err as Error).message}`);
   }
-  if (text === undefined) throw new ValidationError(`${what} is not JSON-serialisable (a function or symbol)`);
+  if (text === undefined)
+    throw new ValidationError(`${what} is not JSON-serialisable (a function or symbol)`);
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > limit) {
     throw new ValidationError(`${what} is ${bytes} bytes, over the limit of ${limit} bytes (payloadLimit)`);
   }
   const depth = nestingDepth(text);
   if (depth > MAX_PAYLOAD_DEPTH) {
-    throw new ValidationError(`${what} is nested ${depth} levels deep, over the limit of ${MAX_PAYLOAD_DEPTH}`);
+    throw new ValidationError(
+      `${what} is nested ${depth} levels deep, over the limit of ${MAX_PAYLOAD_DEPTH}`,
+    );
   }
   return JSON.parse(text, (key, value) => {
     checkText(key, `${what} key`);
@@ -46,7 +49,8 @@ function nestingDepth(json: string): number {
   for (let i = 0; i < json.length; i++) {
     const c = json.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -57,6 +61,8 @@ function nestingDepth(json: string): number {
 }
 
 function checkText(text: string, what: string): void {
-  if (text.includes("\u0000")) throw new ValidationError(`${what} contains a NUL character (\\u0000), which cannot be stored`);
-  if (!text.isWellFormed()) throw new ValidationError(`${what} contains a lone UTF-16 surrogate (invalid Unicode)`);
+  if (text.includes("\u0000"))
+    throw new ValidationError(`${what} contains a NUL character (\\u0000), which cannot be stored`);
+  if (!text.isWellFormed())
+    throw new ValidationError(`${what} contains a lone UTF-16 surrogate (invalid Unicode)`);
 }

@@ -12,7 +12,9 @@ for (const [name, skip] of [
   ["sqlite", false],
   ["postgres", postgresAvailability().skip],
 ] as const) {
-  test(`examples/signup/${name}.ts: a rolled-back sign-up leaves no job; the committed one is sent once`, { skip }, async () => {
+  test(`examples/signup/${name}.ts: a rolled-back sign-up leaves no job; the committed one is sent once`, {
+    skip,
+  }, async () => {
     const { stdout } = await run(process.execPath, ["--import", "tsx", `examples/signup/${name}.ts`], {
       env,
       timeout: 120_000,

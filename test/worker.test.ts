@@ -22,10 +22,13 @@ for (const target of targets) {
     }
 
     async function finalState(errand: Errand, id: string, states = ["completed", "failed", "cancelled"]) {
-      return waitFor(async () => {
-        const job = await errand.getJob(id);
-        return job && states.includes(job.state) ? job : null;
-      }, `job ${id} to reach ${states.join("/")}`);
+      return waitFor(
+        async () => {
+          const job = await errand.getJob(id);
+          return job && states.includes(job.state) ? job : null;
+        },
+        `job ${id} to reach ${states.join("/")}`,
+      );
     }
 
     test("runs higher priority first, FIFO within a priority", () =>
@@ -39,7 +42,13 @@ for (const target of targets) {
             seen.push(p.tag);
           },
         });
-        for (const [tag, priority] of [["low-1", 1], ["high-1", 10], ["mid", 5], ["high-2", 10], ["low-2", 1]] as const) {
+        for (const [tag, priority] of [
+          ["low-1", 1],
+          ["high-1", 10],
+          ["mid", 5],
+          ["high-2", 10],
+          ["low-2", 1],
+        ] as const) {
           await errand.enqueue(job, { tag }, { priority });
         }
         const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 50 });
@@ -76,7 +85,9 @@ for (const target of targets) {
             [3, "failed", "retryable", "connection reset"],
           ],
         );
-        assert.ok(done.attempts.every((a) => a.stack?.includes("connection reset") && a.worker === worker.id));
+        assert.ok(
+          done.attempts.every((a) => a.stack?.includes("connection reset") && a.worker === worker.id),
+        );
         assert.deepEqual(retrying, [1, 2]);
         assert.equal(done.lastError, "connection reset");
       }));
@@ -116,8 +127,19 @@ for (const target of targets) {
 
     test("a payload that no longer matches the schema fails without retry", () =>
       withErrand(async (errand) => {
-        const loose = defineJob({ name: "evolving", queue: "q", schema: z.object({ n: z.any() }), run: () => {} });
-        const strict = defineJob({ name: "evolving", queue: "q", schema: z.object({ n: z.number() }), maxAttempts: 4, run: () => {} });
+        const loose = defineJob({
+          name: "evolving",
+          queue: "q",
+          schema: z.object({ n: z.any() }),
+          run: () => {},
+        });
+        const strict = defineJob({
+          name: "evolving",
+          queue: "q",
+          schema: z.object({ n: z.number() }),
+          maxAttempts: 4,
+          run: () => {},
+        });
         const enqueued = await errand.enqueue(loose, { n: "not a number" });
         const { errand: other, cleanup } = { errand, cleanup: async () => {} };
         // A second process with the newer definition: simulate by a fresh registry on the same store.
@@ -182,25 +204,37 @@ for (const target of targets) {
             calls.set(p.mode, n);
             if (n > 1) return "ok";
             if (p.mode === "snooze") ctx.snooze(30);
-            if (p.mode === "ratelimit") throw new RetryableError("429", { retryAfter: 30, rateLimited: true });
+            if (p.mode === "ratelimit")
+              throw new RetryableError("429", { retryAfter: 30, rateLimited: true });
             throw new RetryableError("busy", { retryAfter: 30 });
           },
         });
         const ids = await Promise.all(
-          (["snooze", "ratelimit", "retryafter"] as const).map(async (mode) => (await errand.enqueue(job, { mode })).id),
+          (["snooze", "ratelimit", "retryafter"] as const).map(
+            async (mode) => (await errand.enqueue(job, { mode })).id,
+          ),
         );
         const worker = errand.work({ q: { concurrency: 3 } }, { pollInterval: 20 });
         const done = await Promise.all(ids.map((id) => finalState(errand, id)));
         await worker.stop();
         const [snooze, ratelimit, retryafter] = done;
         assert.equal(snooze.state, "completed");
-        assert.deepEqual(snooze.attempts.map((a) => a.outcome), ["snoozed", "completed"]);
+        assert.deepEqual(
+          snooze.attempts.map((a) => a.outcome),
+          ["snoozed", "completed"],
+        );
         assert.equal(snooze.attempt, 1, "a snooze spends no attempt");
         assert.equal(ratelimit.state, "completed");
-        assert.deepEqual(ratelimit.attempts.map((a) => a.outcome), ["snoozed", "completed"]);
+        assert.deepEqual(
+          ratelimit.attempts.map((a) => a.outcome),
+          ["snoozed", "completed"],
+        );
         assert.equal(ratelimit.attempt, 1);
         assert.equal(retryafter.state, "completed", "retryAfter of 30ms replaced the 1h backoff");
-        assert.deepEqual(retryafter.attempts.map((a) => a.outcome), ["retried", "completed"]);
+        assert.deepEqual(
+          retryafter.attempts.map((a) => a.outcome),
+          ["retried", "completed"],
+        );
         assert.equal(retryafter.attempt, 2);
       }));
 
@@ -221,7 +255,10 @@ for (const target of targets) {
         const cancelled = await errand.cancel(pending.id);
         assert.equal(cancelled?.state, "cancelled");
         const running = await errand.enqueue(job, {});
-        const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 20, lease: 300, heartbeat: 30 });
+        const worker = errand.work(
+          { q: { concurrency: 1 } },
+          { pollInterval: 20, lease: 300, heartbeat: 30 },
+        );
         await waitFor(() => started, "the job to start");
         await errand.cancel(running.id);
         const done = await finalState(errand, running.id);
@@ -262,16 +299,27 @@ for (const target of targets) {
         const job = defineJob({ name: "survivor", queue: "q", schema: z.object({}), run: () => "done" });
         const enqueued = await errand.enqueue(job, {});
         // A worker that claims and then dies: it never heartbeats or finishes.
-        const [claimed] = await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "dead-worker", leaseMs: 100 });
+        const [claimed] = await errand.store.claimJobs({
+          queue: "q",
+          limit: 1,
+          workerId: "dead-worker",
+          leaseMs: 100,
+        });
         assert.equal(claimed.id, enqueued.id);
-        const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 20, lease: 300, rescueInterval: 30 });
+        const worker = errand.work(
+          { q: { concurrency: 1 } },
+          { pollInterval: 20, lease: 300, rescueInterval: 30 },
+        );
         const done = await finalState(errand, enqueued.id);
         await worker.stop();
         assert.equal(done.state, "completed");
-        assert.deepEqual(done.attempts.map((a) => [a.outcome, a.worker]), [
-          ["lost", "dead-worker"],
-          ["completed", worker.id],
-        ]);
+        assert.deepEqual(
+          done.attempts.map((a) => [a.outcome, a.worker]),
+          [
+            ["lost", "dead-worker"],
+            ["completed", worker.id],
+          ],
+        );
         assert.equal(done.attempt, 2);
       }));
 
@@ -310,7 +358,14 @@ for (const target of targets) {
     test("delayed jobs wait for their time; the idle worker wakes for them without a full poll", () =>
       withErrand(async (errand) => {
         let ranAt = 0;
-        const job = defineJob({ name: "later", queue: "q", schema: z.object({}), run: () => void (ranAt = Date.now()) });
+        const job = defineJob({
+          name: "later",
+          queue: "q",
+          schema: z.object({}),
+          run: () => {
+            ranAt = Date.now();
+          },
+        });
         errand.register(job);
         const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 5000 });
         await sleep(30);
@@ -345,7 +400,12 @@ for (const target of targets) {
 
     test("idempotency keys return the existing job", () =>
       withErrand(async (errand) => {
-        const job = defineJob({ name: "once", queue: "q", schema: z.object({ n: z.number() }), run: () => {} });
+        const job = defineJob({
+          name: "once",
+          queue: "q",
+          schema: z.object({ n: z.number() }),
+          run: () => {},
+        });
         const first = await errand.enqueue(job, { n: 1 }, { key: "k" });
         const second = await errand.enqueue(job, { n: 2 }, { key: "k" });
         assert.equal(first.created, true);
@@ -356,26 +416,62 @@ for (const target of targets) {
           { payload: { n: 3 }, key: "k" },
           { payload: { n: 4 }, key: "k2" },
         ]);
-        assert.deepEqual(many.map((j) => j.created), [false, true]);
+        assert.deepEqual(
+          many.map((j) => j.created),
+          [false, true],
+        );
         assert.equal((await errand.listJobs()).jobs.length, 2);
       }));
 
     test("bad input is refused with a clear error and nothing is stored", () =>
       withErrand(async (errand) => {
-        const job = defineJob({ name: "strict", queue: "q", schema: z.object({ n: z.number() }), run: () => {} });
+        const job = defineJob({
+          name: "strict",
+          queue: "q",
+          schema: z.object({ n: z.number() }),
+          run: () => {},
+        });
         errand.register(job);
         const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
-          ["schema", () => errand.enqueue(job, { n: "x" } as never), /does not match the schema of job "strict".*n/],
+          [
+            "schema",
+            () => errand.enqueue(job, { n: "x" } as never),
+            /does not match the schema of job "strict".*n/,
+          ],
           ["unknown job", () => errand.enqueue("nope", {}), /unknown job "nope"; known jobs: strict/],
           ["priority", () => errand.enqueue(job, { n: 1 }, { priority: 1.5 }), /priority must be an integer/],
-          ["attempts", () => errand.enqueue(job, { n: 1 }, { maxAttempts: 0 }), /maxAttempts must be an integer/],
+          [
+            "attempts",
+            () => errand.enqueue(job, { n: 1 }, { maxAttempts: 0 }),
+            /maxAttempts must be an integer/,
+          ],
           ["runAt", () => errand.enqueue(job, { n: 1 }, { runAt: "next tuesday" }), /ISO 8601/],
           ["delay", () => errand.enqueue(job, { n: 1 }, { delay: "soon" }), /delay must be/],
-          ["oversized", () => errand.enqueue(job, { n: 1, pad: "x".repeat(1024 * 1024) } as never), /over the limit/],
+          [
+            "oversized",
+            () => errand.enqueue(job, { n: 1, pad: "x".repeat(1024 * 1024) } as never),
+            /over the limit/,
+          ],
           ["NUL", () => errand.enqueue(job, { n: 1, s: "a\u0000b" } as never), /NUL/],
           ["lone surrogate", () => errand.enqueue(job, { n: 1, s: "\ud800" } as never), /surrogate/],
-          ["cycle", () => errand.enqueue(job, (() => { const o: Record<string, unknown> = { n: 1 }; o.self = o; return o; })() as never), /not JSON-serialisable/],
-          ["bulk item", () => errand.enqueueMany(job, [{ payload: { n: 1 } }, { payload: { n: "2" } as never }]), /item 1 payload/],
+          [
+            "cycle",
+            () =>
+              errand.enqueue(
+                job,
+                (() => {
+                  const o: Record<string, unknown> = { n: 1 };
+                  o.self = o;
+                  return o;
+                })() as never,
+              ),
+            /not JSON-serialisable/,
+          ],
+          [
+            "bulk item",
+            () => errand.enqueueMany(job, [{ payload: { n: 1 } }, { payload: { n: "2" } as never }]),
+            /item 1 payload/,
+          ],
         ];
         for (const [what, call, message] of cases) {
           await assert.rejects(call, (err: Error) => {
@@ -399,7 +495,10 @@ for (const target of targets) {
           assert.equal(stopped.clean, true);
         }
         const worker = errand.work({ q: {} }, { pollInterval: 10 });
-        await waitFor(async () => (await errand.stats()).find((s) => s.queue === "q")?.completed === 4, "all four to run");
+        await waitFor(
+          async () => (await errand.stats()).find((s) => s.queue === "q")?.completed === 4,
+          "all four to run",
+        );
         await worker.stop();
         assert.equal((await errand.store.listWorkers(60_000)).length, 0, "every worker unregistered");
       }));

@@ -34,7 +34,9 @@ async function signUp(email: string, failAfterInsert: boolean): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    const { rows } = await client.query(`INSERT INTO ${schema}.users (email) VALUES ($1) RETURNING id`, [email]);
+    const { rows } = await client.query(`INSERT INTO ${schema}.users (email) VALUES ($1) RETURNING id`, [
+      email,
+    ]);
     await errand.enqueue(welcome, { userId: rows[0].id }, { tx: client });
     if (failAfterInsert) throw new Error("payment check failed: the sign-up rolls back");
     await client.query("COMMIT");
@@ -54,7 +56,10 @@ try {
   const worker = errand.work({ emails: { concurrency: 1 } });
   await new Promise<void>((resolve) => errand.once("completed", () => resolve()));
   await worker.stop();
-  console.log("sent:", (await pool.query(`SELECT user_id FROM ${schema}.sent_emails`)).rows.map((r) => r.user_id));
+  console.log(
+    "sent:",
+    (await pool.query(`SELECT user_id FROM ${schema}.sent_emails`)).rows.map((r) => r.user_id),
+  );
 } finally {
   await errand.close();
   await pool.query(`DROP SCHEMA ${schema} CASCADE; DROP SCHEMA IF EXISTS ${schema}_errand CASCADE`);

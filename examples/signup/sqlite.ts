@@ -49,7 +49,9 @@ try {
 }
 
 const jobs = (await errand.listJobs()).jobs;
-console.log(`users: ${db.prepare("SELECT count(*) n FROM users").pluck().get()}, jobs: ${jobs.length} (only ada's)`);
+console.log(
+  `users: ${db.prepare("SELECT count(*) n FROM users").pluck().get()}, jobs: ${jobs.length} (only ada's)`,
+);
 
 const worker = errand.work({ emails: { concurrency: 1 } });
 await new Promise<void>((resolve) => errand.once("completed", () => resolve()));

@@ -47,7 +47,8 @@ const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
 
 export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
   const prefix = (options.prefix ?? "").replace(/\/+$/, "");
-  if (prefix && !prefix.startsWith("/")) throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
+  if (prefix && !prefix.startsWith("/"))
+    throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
   errandMetrics(errand); // counters count from now on, not from the first scrape
   return async (request) => {
     let url: URL;

@@ -9,7 +9,8 @@ import type { FetchHandler } from "./app.js";
 export function toNodeHandler(handler: FetchHandler) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
-      const host = req.headers.host && /^[A-Za-z0-9.:[\]-]+$/.test(req.headers.host) ? req.headers.host : "localhost";
+      const host =
+        req.headers.host && /^[A-Za-z0-9.:[\]-]+$/.test(req.headers.host) ? req.headers.host : "localhost";
       // Express strips a mount path into req.baseUrl; keep the full path so the prefix logic sees it.
       const original = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? "/";
       const url = `http://${host}${original.startsWith("/") ? original : `/${original}`}`;
@@ -28,7 +29,9 @@ export function toNodeHandler(handler: FetchHandler) {
       } as RequestInit);
       const response = await handler(request);
       res.statusCode = response.status;
-      response.headers.forEach((value, name) => res.setHeader(name, value));
+      for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
+      const cookies = response.headers.getSetCookie(); // each cookie its own header line
+      if (cookies.length > 0) res.setHeader("set-cookie", cookies);
       if (response.body) {
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
       }

@@ -12,9 +12,12 @@ export interface OpenStoreOptions {
 }
 
 /** Where a URL points: `memory:`, `postgres://…`, `sqlite:<path>` / `file:<path>` / a plain path. */
-export function parseStoreUrl(url: string): { kind: "memory" } | { kind: "postgres"; url: string } | { kind: "sqlite"; path: string } {
+export function parseStoreUrl(
+  url: string,
+): { kind: "memory" } | { kind: "postgres"; url: string } | { kind: "sqlite"; path: string } {
   const value = url.trim();
-  if (value === "") throw new ValidationError("store URL is empty; use a file path, sqlite:<path>, memory: or postgres://…");
+  if (value === "")
+    throw new ValidationError("store URL is empty; use a file path, sqlite:<path>, memory: or postgres://…");
   if (value === "memory:" || value === "memory://") return { kind: "memory" };
   if (/^postgres(ql)?:\/\//i.test(value)) return { kind: "postgres", url: value };
   const sqlite = /^(sqlite|file):(\/\/)?(.*)$/i.exec(value);

@@ -32,9 +32,19 @@ export function outcomeTransition(outcome: Outcome, cancelRequested: boolean, no
     case "cancelled":
       return { state: "cancelled", outcome: "cancelled", uncharge: false };
     case "retry":
-      return { state: "pending", outcome: "retried", uncharge: false, runAt: new Date(nowMs + (outcome.delayMs ?? 0)) };
+      return {
+        state: "pending",
+        outcome: "retried",
+        uncharge: false,
+        runAt: new Date(nowMs + (outcome.delayMs ?? 0)),
+      };
     case "snoozed":
-      return { state: "pending", outcome: "snoozed", uncharge: true, runAt: new Date(nowMs + (outcome.delayMs ?? 0)) };
+      return {
+        state: "pending",
+        outcome: "snoozed",
+        uncharge: true,
+        runAt: new Date(nowMs + (outcome.delayMs ?? 0)),
+      };
     case "released":
       return { state: "pending", outcome: "interrupted", uncharge: true, runAt: new Date(nowMs) };
   }
@@ -71,7 +81,8 @@ export function encodeCursor(seq: number | string): string {
 
 export function decodeCursor(cursor: string | undefined | null): number | null {
   if (cursor === undefined || cursor === null || cursor === "") return null;
-  if (!/^\d{1,18}$/.test(cursor)) throw new ValidationError(`invalid cursor ${JSON.stringify(cursor)}: expected a job id`);
+  if (!/^\d{1,18}$/.test(cursor))
+    throw new ValidationError(`invalid cursor ${JSON.stringify(cursor)}: expected a job id`);
   return Number(cursor);
 }
 

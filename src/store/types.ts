@@ -8,8 +8,9 @@
  * leases, schedule due times) come from the store's own clock: the database's
  * `now()` for Postgres, SQLite's clock for SQLite, an injectable clock for memory.
  */
-import type { AttemptRecord, JobRecord, JobState } from "../job.js";
+
 import type { ErrorKind } from "../errors.js";
+import type { AttemptRecord, JobRecord, JobState } from "../job.js";
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
 

@@ -48,19 +48,25 @@ export class Completer {
       try {
         const applied = await this.store.finishJobs(batch.map((b) => b.outcome));
         this.queue.splice(0, batch.length);
-        batch.forEach((b, i) => b.resolve(applied[i] ?? false));
+        for (const [i, b] of batch.entries()) b.resolve(applied[i] ?? false);
         failures = 0;
       } catch (err) {
         failures++;
         if (this.closed && failures > 3) {
           // Giving up at close: the leases will expire and rescuers will return these jobs.
-          this.log.error({ err, jobs: batch.length }, "could not record job outcomes; their leases will expire");
+          this.log.error(
+            { err, jobs: batch.length },
+            "could not record job outcomes; their leases will expire",
+          );
           this.queue.splice(0, batch.length);
-          batch.forEach((b) => b.resolve(false));
+          for (const b of batch) b.resolve(false);
           continue;
         }
         const delay = Math.min(5000, 50 * 2 ** Math.min(failures, 7));
-        this.log.warn({ err, jobs: batch.length, retryInMs: delay }, "recording job outcomes failed; retrying");
+        this.log.warn(
+          { err, jobs: batch.length, retryInMs: delay },
+          "recording job outcomes failed; retrying",
+        );
         await new Promise((r) => setTimeout(r, delay));
       }
     }

@@ -1,11 +1,11 @@
-import { parseDuration, type Duration } from "../duration.js";
+import { type Duration, parseDuration } from "../duration.js";
 import {
   type Classification,
   type ErrorKind,
-  JobTimeoutError,
-  ValidationError,
   errorKind,
+  JobTimeoutError,
   toError,
+  ValidationError,
 } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
@@ -43,7 +43,12 @@ export interface Execution {
 /** Runs one claimed job to an outcome. Never throws: every failure becomes an outcome. */
 export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
   const { claimed, controller } = active;
-  const log = deps.log.child({ jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt });
+  const log = deps.log.child({
+    jobId: claimed.id,
+    name: claimed.name,
+    queue: claimed.queue,
+    attempt: claimed.attempt,
+  });
   const lease = { id: claimed.id, leaseToken: claimed.leaseToken };
   const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
   const def = deps.findJob(claimed.name);
@@ -119,10 +124,15 @@ function classifyFailure(
         };
       case "cancelled":
         log.info("job cancelled while running");
-        return { outcome: { ...base, kind: "cancelled", error: { message: thrown.message, kind: "cancelled" } } };
+        return {
+          outcome: { ...base, kind: "cancelled", error: { message: thrown.message, kind: "cancelled" } },
+        };
       case "timeout": {
         const error = new JobTimeoutError(def.timeoutMs ?? 0);
-        return { outcome: failureOutcome(base, claimed, error, "timeout", def, undefined, "retry", log), error };
+        return {
+          outcome: failureOutcome(base, claimed, error, "timeout", def, undefined, "retry", log),
+          error,
+        };
       }
     }
   }
@@ -136,7 +146,8 @@ function classifyFailure(
   if (kind === "unknown" && decision === "fail") kind = "permanent";
   // Read as fields, not by instanceof: a jobs module may load a second copy of errand.
   const hints = thrown as { retryAfterMs?: unknown; rateLimited?: unknown };
-  const retryAfter = kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : undefined;
+  const retryAfter =
+    kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : undefined;
   if (kind === "retryable" && hints.rateLimited === true) {
     const delayMs = retryAfter ?? def.backoff(claimed.attempt);
     log.info({ delayMs, err: error.message }, "rate limited: snoozed without spending an attempt");
@@ -186,7 +197,8 @@ function makeContext(
     signal: controller.signal,
     log,
     async once<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
-      if (typeof key !== "string" || key.length === 0) throw new TypeError("ctx.once needs a non-empty string key");
+      if (typeof key !== "string" || key.length === 0)
+        throw new TypeError("ctx.once needs a non-empty string key");
       const seen = await deps.store.ledgerGet(key);
       if (seen.found) {
         log.debug({ key }, "side effect already done; skipped");
@@ -208,7 +220,10 @@ function makeContext(
     async completeInTransaction<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
       const done = await deps.store.completeInTransaction(lease, deps.workerId, fn);
       if (!done.applied) {
-        throw new JobAbort("lease-lost", "lease lost before the transaction could complete the job; rolled back");
+        throw new JobAbort(
+          "lease-lost",
+          "lease lost before the transaction could complete the job; rolled back",
+        );
       }
       active.completedInTransaction = true;
       return done.value as T;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { EventEmitter } from "node:events";
-import { parseDuration, type Duration } from "../duration.js";
+import { hostname } from "node:os";
+import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
@@ -94,10 +94,16 @@ export class Worker {
     this.bounded = bounded ? { limit: bounded.limit, left: bounded.limit, deadline: bounded.deadline } : null;
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = parseDuration(options.lease ?? "15s", "lease");
-    this.heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)), "heartbeat");
+    this.heartbeatMs = parseDuration(
+      options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)),
+      "heartbeat",
+    );
     if (this.heartbeatMs >= this.leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
     this.pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
-    this.rescueMs = parseDuration(options.rescueInterval ?? Math.max(10, Math.floor(this.leaseMs / 2)), "rescueInterval");
+    this.rescueMs = parseDuration(
+      options.rescueInterval ?? Math.max(10, Math.floor(this.leaseMs / 2)),
+      "rescueInterval",
+    );
     this.shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
     this.batchSize = options.batchSize ?? 100;
     this.pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
@@ -109,7 +115,9 @@ export class Worker {
     this.runners = Object.entries(queues).map(([queue, q]) => {
       const concurrency = q.concurrency ?? 10;
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
-        throw new RangeError(`concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`);
+        throw new RangeError(
+          `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
+        );
       }
       return new QueueRunner(this, queue, concurrency, q.classify);
     });
@@ -137,7 +145,14 @@ export class Worker {
     if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
     this.registered = store
-      .registerWorker({ id: this.id, host: hostname(), pid: process.pid, queues: this.queues, running: 0, processed: 0 })
+      .registerWorker({
+        id: this.id,
+        host: hostname(),
+        pid: process.pid,
+        queues: this.queues,
+        running: 0,
+        processed: 0,
+      })
       .catch((err) => log.warn({ err }, "could not register worker"));
     if (this.bounded) {
       // At the deadline, wake loops waiting for a free slot so they see the time is up.
@@ -337,13 +352,17 @@ export class Worker {
    * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
-    if (!this.stopping) this.stopping = this.doStop(parseDuration(options.timeout ?? this.shutdownMs, "timeout"));
+    if (!this.stopping)
+      this.stopping = this.doStop(parseDuration(options.timeout ?? this.shutdownMs, "timeout"));
     return this.stopping;
   }
 
   private async doStop(timeoutMs: number): Promise<StopResult> {
     const { log, store } = this.deps;
-    log[this.lifecycleLevel]({ worker: this.id, running: this.active.size, timeoutMs }, "worker stopping: no new claims");
+    log[this.lifecycleLevel](
+      { worker: this.id, running: this.active.size, timeoutMs },
+      "worker stopping: no new claims",
+    );
     this.unsubscribe?.();
     for (const runner of this.runners) runner.wake();
     await Promise.all(this.runners.map((r) => r.stopped));
@@ -366,7 +385,10 @@ export class Worker {
     for (const timer of this.timers) clearInterval(timer);
     await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
-    log[this.lifecycleLevel]({ worker: this.id, clean: drained, processed: this.processed }, "worker stopped");
+    log[this.lifecycleLevel](
+      { worker: this.id, clean: drained, processed: this.processed },
+      "worker stopped",
+    );
     return { clean: drained, released };
   }
 
@@ -500,7 +522,10 @@ class QueueRunner {
   private async idleDelay(pollMs: number): Promise<number> {
     if (this.signaled) return 0;
     try {
-      const [next, now] = await Promise.all([this.worker.store.nextRunAt([this.queue]), this.worker.store.now()]);
+      const [next, now] = await Promise.all([
+        this.worker.store.nextRunAt([this.queue]),
+        this.worker.store.now(),
+      ]);
       if (!next) return pollMs;
       return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
     } catch {

@@ -23,10 +23,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "../../src/store/memory/index.js";
-import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import { openPostgresStore } from "../../src/store/postgres/index.js";
-import { freshSchema, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
+import { freshSchema, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
 
 export interface OpenedStore {
   store: Store;

@@ -12,7 +12,9 @@ export interface ErrandTarget {
   name: "memory" | "sqlite" | "postgres";
   /** A reason to skip, or false. */
   skip: string | false;
-  open(options?: Omit<OpenErrandOptions, "url" | "store">): Promise<{ errand: Errand; url: string; cleanup(): Promise<void> }>;
+  open(
+    options?: Omit<OpenErrandOptions, "url" | "store">,
+  ): Promise<{ errand: Errand; url: string; cleanup(): Promise<void> }>;
 }
 
 let schemaSeq = 0;

@@ -18,7 +18,12 @@ export function postgresAvailability(): { url: string; skip: string | false } {
   if (!reachable && process.env.CI === "true") {
     throw new Error(`CI=true but PostgreSQL is unreachable at ${url}: the Postgres tests are required in CI`);
   }
-  cached = { url, skip: reachable ? false : `PostgreSQL unreachable at ${url} (set ERRAND_TEST_PG_URL); Postgres tests skipped` };
+  cached = {
+    url,
+    skip: reachable
+      ? false
+      : `PostgreSQL unreachable at ${url} (set ERRAND_TEST_PG_URL); Postgres tests skipped`,
+  };
   if (cached.skip) console.warn(`# SKIPPED: ${cached.skip}`);
   return cached;
 }

@@ -1,5 +1,10 @@
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
-export async function waitFor<T>(check: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 10): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => Promise<T> | T,
+  what: string,
+  timeoutMs = 10_000,
+  everyMs = 10,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -10,7 +15,9 @@ export async function waitFor<T>(check: () => Promise<T> | T, what: string, time
       last = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`,
+      );
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }

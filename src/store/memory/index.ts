@@ -4,6 +4,13 @@
  * and test/conformance/ holds all three to it.
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
+import {
+  attemptFromOutcome,
+  decodeCursor,
+  encodeCursor,
+  matchesSearch,
+  outcomeTransition,
+} from "../shared.js";
 import type {
   ClaimedJob,
   InsertResult,
@@ -21,7 +28,6 @@ import type {
   ThroughputBucket,
   WorkerInfo,
 } from "../types.js";
-import { attemptFromOutcome, decodeCursor, encodeCursor, matchesSearch, outcomeTransition } from "../shared.js";
 
 interface Row extends JobRecord {
   seq: number;
@@ -171,7 +177,8 @@ export class MemoryStore implements Store {
       } else s[r.state]++;
       const finished = r.finishedAt?.getTime();
       if (finished !== undefined && (r.state === "completed" || r.state === "failed")) {
-        if (now - finished <= 3_600_000) s[r.state === "completed" ? "completedLastHour" : "failedLastHour"]++;
+        if (now - finished <= 3_600_000)
+          s[r.state === "completed" ? "completedLastHour" : "failedLastHour"]++;
         if (now - finished <= 86_400_000) s[r.state === "completed" ? "completedLastDay" : "failedLastDay"]++;
       }
     }
@@ -194,10 +201,17 @@ export class MemoryStore implements Store {
       }
       b[r.state]++;
     }
-    return [...buckets.values()].sort((a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue));
+    return [...buckets.values()].sort(
+      (a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue),
+    );
   }
 
-  async claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
+  async claimJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+  }): Promise<ClaimedJob[]> {
     const now = this.clock();
     const due = [...this.jobs.values()]
       .filter((r) => r.queue === req.queue && r.state === "pending" && r.runAt.getTime() <= now)
@@ -255,7 +269,9 @@ export class MemoryStore implements Store {
 
   private applyOutcome(row: Row, outcome: Outcome, now: number): void {
     const t = outcomeTransition(outcome, row.cancelRequested, now);
-    row.attempts.push(attemptFromOutcome(outcome, t, row.attempt, row.startedAt ?? new Date(now), new Date(now)));
+    row.attempts.push(
+      attemptFromOutcome(outcome, t, row.attempt, row.startedAt ?? new Date(now), new Date(now)),
+    );
     row.state = t.state;
     if (t.uncharge) row.attempt -= 1;
     if (t.runAt) row.runAt = t.runAt;
@@ -341,7 +357,8 @@ export class MemoryStore implements Store {
   private selectFinished(filter: { ids?: string[]; queue?: string }, states: string[]): Row[] {
     const ids = filter.ids ? new Set(filter.ids.map(String)) : null;
     return [...this.jobs.values()].filter(
-      (r) => states.includes(r.state) && (!ids || ids.has(r.id)) && (!filter.queue || r.queue === filter.queue),
+      (r) =>
+        states.includes(r.state) && (!ids || ids.has(r.id)) && (!filter.queue || r.queue === filter.queue),
     );
   }
 
@@ -398,7 +415,8 @@ export class MemoryStore implements Store {
 
   async syncSchedules(schedules: ScheduleInput[]): Promise<void> {
     const names = new Set(schedules.map((s) => s.name));
-    for (const [name, s] of this.schedules) if (s.source === "code" && !names.has(name)) this.schedules.delete(name);
+    for (const [name, s] of this.schedules)
+      if (s.source === "code" && !names.has(name)) this.schedules.delete(name);
     for (const s of schedules) await this.upsertSchedule(s);
   }
 
