@@ -505,10 +505,10 @@ describe("PostgreSQL store", { skip }, () => {
         await client.query("BEGIN");
         await store.insertJobs([job("txq2", "y")], client);
         await client.query("COMMIT");
-        await nextEvent<string | null>(
-          (cb) => store.onJobsAvailable(cb),
-          (q) => q === "txq2",
-        );
+        // The listener subscribed before the commit records the wake-up; subscribing only now could miss it.
+        const deadline = Date.now() + 10_000;
+        while (!seen.includes("txq2") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        assert.ok(seen.includes("txq2"), "a wake-up for the committed enqueue");
         assert.ok(!seen.includes("txq"), "no wake-up for a rolled-back enqueue");
       } finally {
         stop();
