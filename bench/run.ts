@@ -225,7 +225,8 @@ function mergeEarlier(results: BenchResults, file: string): void {
   const label = `${earlier.mode} run of ${earlier.date.slice(0, 16).replace("T", " ")} UTC, ${earlier.runs} run${earlier.runs > 1 ? "s" : ""}, load average ${earlier.machine.loadStart}`;
   for (const w of earlier.workloads) {
     if (results.workloads.some((x) => x.name === w.name)) continue;
-    results.workloads.push({ ...w, title: `${w.title} — from the ${label}` });
+    const title = w.title.includes(" — from the ") ? w.title : `${w.title} — from the ${label}`;
+    results.workloads.push({ ...w, title });
     results.records.push(...earlier.records.filter((r) => r.workload === w.name));
   }
   for (const s of earlier.systems) if (!results.systems.some((x) => x.name === s.name)) results.systems.push(s);

@@ -74,8 +74,14 @@ class ErrandAdapter implements Adapter {
   async startWorkers(settings: WorkerSettings, handler: Handler) {
     current = handler;
     const worker = this.errand.work({ [QUEUE]: { concurrency: settings.concurrency } });
+    // BENCH_DEBUG=1: how many jobs this worker holds (claimed, run or not, outcome not yet written).
+    const watch =
+      process.env.BENCH_DEBUG === "1"
+        ? setInterval(() => process.stderr.write(`  [errand worker ${process.pid}] holding ${worker.running} jobs\n`), 1000)
+        : null;
     return {
       stop: async () => {
+        if (watch) clearInterval(watch);
         await worker.stop({ timeout: 5_000 });
       },
     };
