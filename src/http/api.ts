@@ -17,6 +17,7 @@
 import { parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
+import { emptyStats } from "../store/shared.js";
 import type { QueueStats } from "../store/types.js";
 import type { RouteContext } from "./app.js";
 import { BodyError, readJsonObject } from "./body.js";
@@ -166,23 +167,6 @@ async function getStats(_request: Request, ctx: RouteContext): Promise<Response>
   }
   const { queue: _q, ...total } = totals;
   return jsonResponse(200, { now, queues, total, dlq: total.failed });
-}
-
-function emptyStats(queue: string): QueueStats {
-  return {
-    queue,
-    pending: 0,
-    delayed: 0,
-    running: 0,
-    completed: 0,
-    failed: 0,
-    cancelled: 0,
-    completedLastHour: 0,
-    failedLastHour: 0,
-    completedLastDay: 0,
-    failedLastDay: 0,
-    oldestPendingMs: null,
-  };
 }
 
 async function getThroughput(_request: Request, ctx: RouteContext): Promise<Response> {

@@ -4,7 +4,7 @@
  */
 import { ValidationError } from "../errors.js";
 import type { AttemptOutcome, AttemptRecord, JobRecord, JobState } from "../job.js";
-import type { Outcome } from "./types.js";
+import type { NewJob, Outcome, QueueStats } from "./types.js";
 
 export interface Transition {
   state: JobState;
@@ -91,4 +91,54 @@ export function matchesSearch(job: Pick<JobRecord, "id" | "key" | "payload">, se
   if (job.id === search) return true;
   if (job.key?.includes(search)) return true;
   return JSON.stringify(job.payload ?? null).includes(search);
+}
+
+/** A queue's stats before anything is counted. */
+export function emptyStats(queue: string): QueueStats {
+  return {
+    queue,
+    pending: 0,
+    delayed: 0,
+    running: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    completedLastHour: 0,
+    failedLastHour: 0,
+    completedLastDay: 0,
+    failedLastDay: 0,
+    oldestPendingMs: null,
+  };
+}
+
+/** The record of a job just inserted: what every store returns from insertJobs for a new job. */
+export function newJobRecord(
+  id: string,
+  input: NewJob,
+  payload: unknown,
+  runAt: Date,
+  createdAt: Date,
+): JobRecord {
+  return {
+    id,
+    queue: input.queue,
+    name: input.name,
+    state: "pending",
+    priority: input.priority,
+    attempt: 0,
+    maxAttempts: input.maxAttempts,
+    runAt,
+    payload,
+    key: input.key ?? null,
+    attempts: [],
+    result: null,
+    progress: null,
+    lastError: null,
+    createdAt,
+    startedAt: null,
+    finishedAt: null,
+    lockedBy: null,
+    lockedUntil: null,
+    cancelRequested: false,
+  };
 }

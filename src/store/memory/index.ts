@@ -7,8 +7,10 @@ import type { AttemptRecord, JobRecord } from "../../job.js";
 import {
   attemptFromOutcome,
   decodeCursor,
+  emptyStats,
   encodeCursor,
   matchesSearch,
+  newJobRecord,
   outcomeTransition,
 } from "../shared.js";
 import type {
@@ -81,30 +83,9 @@ export class MemoryStore implements Store {
         continue;
       }
       const seq = ++this.seq;
-      const row: Row = {
-        seq,
-        leaseToken: 0,
-        id: String(seq),
-        queue: input.queue,
-        name: input.name,
-        state: "pending",
-        priority: input.priority,
-        attempt: 0,
-        maxAttempts: input.maxAttempts,
-        runAt: input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0)),
-        payload: clone(input.payload),
-        key: input.key ?? null,
-        attempts: [],
-        result: null,
-        progress: null,
-        lastError: null,
-        createdAt: new Date(now),
-        startedAt: null,
-        finishedAt: null,
-        lockedBy: null,
-        lockedUntil: null,
-        cancelRequested: false,
-      };
+      const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
+      const record = newJobRecord(String(seq), input, clone(input.payload), runAt, new Date(now));
+      const row: Row = { ...record, seq, leaseToken: 0 };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
       createdQueues.add(row.queue);
@@ -152,20 +133,7 @@ export class MemoryStore implements Store {
     for (const r of this.jobs.values()) {
       let s = byQueue.get(r.queue);
       if (!s) {
-        s = {
-          queue: r.queue,
-          pending: 0,
-          delayed: 0,
-          running: 0,
-          completed: 0,
-          failed: 0,
-          cancelled: 0,
-          completedLastHour: 0,
-          failedLastHour: 0,
-          completedLastDay: 0,
-          failedLastDay: 0,
-          oldestPendingMs: null,
-        };
+        s = emptyStats(r.queue);
         byQueue.set(r.queue, s);
       }
       if (r.state === "pending") {

@@ -20,7 +20,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
-import { decodeCursor, encodeCursor } from "../shared.js";
+import { decodeCursor, emptyStats, encodeCursor, newJobRecord } from "../shared.js";
 import type {
   ClaimedJob,
   InsertResult,
@@ -471,28 +471,8 @@ export class PostgresStore implements Store {
     const { input, payloadText } = encoded;
     // The database's run_at is now + delay at microsecond precision; as a Date (ms) it is exactly this.
     const now = Number(row.now_ms);
-    return {
-      id: String(row.id),
-      queue: input.queue,
-      name: input.name,
-      state: "pending",
-      priority: input.priority,
-      attempt: 0,
-      maxAttempts: input.maxAttempts,
-      runAt: input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0)),
-      payload: JSON.parse(payloadText),
-      key: input.key ?? null,
-      attempts: [],
-      result: null,
-      progress: null,
-      lastError: null,
-      createdAt: new Date(now),
-      startedAt: null,
-      finishedAt: null,
-      lockedBy: null,
-      lockedUntil: null,
-      cancelRequested: false,
-    };
+    const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
+    return newJobRecord(String(row.id), input, JSON.parse(payloadText), runAt, new Date(now));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -554,20 +534,7 @@ export class PostgresStore implements Store {
       const queue = r.queue as string;
       let s = byQueue.get(queue);
       if (!s) {
-        s = {
-          queue,
-          pending: 0,
-          delayed: 0,
-          running: 0,
-          completed: 0,
-          failed: 0,
-          cancelled: 0,
-          completedLastHour: 0,
-          failedLastHour: 0,
-          completedLastDay: 0,
-          failedLastDay: 0,
-          oldestPendingMs: null,
-        };
+        s = emptyStats(queue);
         byQueue.set(queue, s);
       }
       const n = Number(r.n);

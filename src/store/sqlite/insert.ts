@@ -4,6 +4,7 @@
  * a caller inside better-sqlite3's `db.transaction(() => …)` gets every row in it.
  */
 import { ValidationError } from "../../errors.js";
+import { newJobRecord } from "../shared.js";
 import type { InsertResult, NewJob } from "../types.js";
 import type { Db, Statements } from "./handle.js";
 import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_ROWS, SELECT_JOB_BY_KEY } from "./queries.js";
@@ -31,28 +32,14 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
     const input = jobs[i];
     results[i] = {
       created: true,
-      job: {
-        id: String(id),
-        queue: input.queue,
-        name: input.name,
-        state: "pending",
-        priority: input.priority,
-        attempt: 0,
-        maxAttempts: input.maxAttempts,
-        runAt: new Date(runAts[i]),
-        payload: JSON.parse(payloads[i]), // as getJob will read it back
-        key,
-        attempts: [],
-        result: null,
-        progress: null,
-        lastError: null,
-        createdAt: new Date(now),
-        startedAt: null,
-        finishedAt: null,
-        lockedBy: null,
-        lockedUntil: null,
-        cancelRequested: false,
-      },
+      // The payload as getJob will read it back; the key as stored (an empty key is no key).
+      job: newJobRecord(
+        String(id),
+        { ...input, key },
+        JSON.parse(payloads[i]),
+        new Date(runAts[i]),
+        new Date(now),
+      ),
     };
   };
 

@@ -22,7 +22,7 @@
 import Database from "better-sqlite3";
 import { ErrandError, ValidationError } from "../../errors.js";
 import type { AttemptRecord, JobRecord } from "../../job.js";
-import { attemptFromOutcome, decodeCursor, encodeCursor, outcomeTransition } from "../shared.js";
+import { attemptFromOutcome, decodeCursor, emptyStats, encodeCursor, outcomeTransition } from "../shared.js";
 import type {
   ClaimedJob,
   InsertResult,
@@ -401,20 +401,7 @@ export class SqliteStore implements Store {
         const get = (queue: string): QueueStats => {
           let s = byQueue.get(queue);
           if (!s) {
-            s = {
-              queue,
-              pending: 0,
-              delayed: 0,
-              running: 0,
-              completed: 0,
-              failed: 0,
-              cancelled: 0,
-              completedLastHour: 0,
-              failedLastHour: 0,
-              completedLastDay: 0,
-              failedLastDay: 0,
-              oldestPendingMs: null,
-            };
+            s = emptyStats(queue);
             byQueue.set(queue, s);
           }
           return s;
