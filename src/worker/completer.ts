@@ -21,6 +21,17 @@ export class Completer {
     private readonly log: Logger,
   ) {}
 
+  /** Outcomes reported and not yet written. */
+  get backlog(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves when the write in flight (if any) has landed or failed. */
+  async settled(): Promise<void> {
+    if (this.flushing) await this.flushing;
+    else await new Promise((r) => setImmediate(r));
+  }
+
   /** Resolves with whether the store applied the outcome (false: the lease was lost). */
   finish(outcome: Outcome): Promise<boolean> {
     return new Promise((resolve) => {

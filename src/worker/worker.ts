@@ -290,6 +290,15 @@ export class Worker {
     }
   }
 
+  /** Outcomes run but not yet written; the claim loops pause while it is large (back-pressure). */
+  get outcomeBacklog(): number {
+    return this.completer.backlog;
+  }
+
+  outcomesWritten(): Promise<void> {
+    return this.completer.settled();
+  }
+
   get claimOptions() {
     return { workerId: this.id, leaseMs: this.leaseMs, batchSize: this.batchSize, pollMs: this.pollMs };
   }
@@ -445,6 +454,10 @@ class QueueRunner {
   /** Something changed (enqueue, slot freed, stop): run the loop again now. */
   wake(): void {
     this.signaled = true;
+    this.cancelWait();
+  }
+
+  private cancelWait(): void {
     const wake = this.wakeUp;
     this.wakeUp = null;
     wake?.();
@@ -478,6 +491,14 @@ class QueueRunner {
       if (free <= 0) {
         this.signaled = false;
         await this.wait(pollMs);
+        continue;
+      }
+      if (this.worker.outcomeBacklog >= 2 * batchSize) {
+        // Claiming faster than outcomes are written would pile up run-but-unrecorded jobs in
+        // memory (and re-run them all after a crash): wait for the completer to catch up.
+        this.signaled = false;
+        await Promise.race([this.worker.outcomesWritten(), this.wait(pollMs)]);
+        this.cancelWait();
         continue;
       }
       this.signaled = false;
