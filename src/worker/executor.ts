@@ -49,6 +49,7 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
     queue: claimed.queue,
     attempt: claimed.attempt,
   });
+  const debug = deps.log.isLevelEnabled("debug");
   const lease = { id: claimed.id, leaseToken: claimed.leaseToken };
   const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
   const def = deps.findJob(claimed.name);
@@ -71,7 +72,7 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
       );
     }
     const ctx = makeContext(active, deps, log, lease);
-    log.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
+    if (debug) log.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
 
     // The handler races its signal: a handler that ignores the signal and hangs must not hold the slot.
     const aborted = new Promise<never>((_, reject) => {
@@ -87,7 +88,7 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
     running.catch(() => {}); // a handler that rejects after its deadline must not become an unhandled rejection
     const result = await Promise.race([running, aborted]);
     if (active.completedInTransaction) return { outcome: null, result };
-    log.debug("job completed");
+    if (debug) log.debug("job completed");
     return { outcome: { ...base, kind: "completed", result: result === undefined ? null : result }, result };
   } catch (thrown) {
     if (active.completedInTransaction) {

@@ -262,7 +262,18 @@ export class Worker {
     }
   }
 
+  private readonly executorDepsOf = new Map<QueueRunner, ExecutorDeps>();
+
   private executorDeps(runner: QueueRunner): ExecutorDeps {
+    let deps = this.executorDepsOf.get(runner);
+    if (!deps) {
+      deps = this.makeExecutorDeps(runner);
+      this.executorDepsOf.set(runner, deps);
+    }
+    return deps;
+  }
+
+  private makeExecutorDeps(runner: QueueRunner): ExecutorDeps {
     return {
       store: this.deps.store,
       workerId: this.id,
@@ -282,6 +293,7 @@ export class Worker {
     error?: Error,
     delayMs?: number,
   ): void {
+    if (this.deps.events.listenerCount(event) === 0) return; // no event object for nobody
     const { leaseToken: _t, lockedUntil: _l, ...info } = job;
     try {
       this.deps.events.emit(event, { job: info, result, error, delayMs, ...timing });
