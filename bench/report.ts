@@ -171,6 +171,13 @@ export function renderReport(results: BenchResults): string {
     `- Baseline peak RSS of an idle Node process: ${m.baselineRssMb.node} MB; under the tsx loader (as the worker processes run): ${m.baselineRssMb.tsx} MB — part of every worker's memory figure`,
     `- Load average (1 min) when the bench started: ${m.loadStart}, when it ended: ${m.loadEnd ?? "?"} — anything else running on the machine shares its ${m.nproc} cores with the systems measured`,
     "",
+    "## errand's code",
+    "",
+    results.code?.end && results.code.end !== results.code.start
+      ? `**errand's code changed during the run** (others commit to the same checkout, and each worker process loads \`src/\` afresh): at the start \`${results.code.start}\`, at the end \`${results.code.end}\`. errand's runs are a mix of the two.`
+      : `\`${results.code?.start ?? "unknown"}\``,
+    "",
+    ...(results.notes?.length ? ["## Notes on this run", "", ...results.notes.map((n) => `- ${n}`), ""] : []),
     "## Systems and settings",
     "",
     "| System | Version | Settings |",

@@ -45,6 +45,10 @@ export interface BenchResults {
   systems: SystemInfo[];
   workloads: Array<Pick<WorkloadDef, "name" | "group" | "title" | "description" | "metrics">>;
   records: RunRecord[];
+  /** errand's code (git) when the bench started and ended: worker processes load src/ afresh each run. */
+  code: { start: string; end?: string };
+  /** Anything done to these results after the run (e.g. one system's runs redone), for the report. */
+  notes?: string[];
   /** Set when workloads of an earlier run were merged in (--merge): which run. */
   merged?: string;
 }

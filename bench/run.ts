@@ -108,6 +108,17 @@ async function redisVersion(): Promise<string> {
   });
 }
 
+/** The commit errand's code is at, with "+ uncommitted changes" when src/ differs from it. */
+function codeVersion(): string {
+  try {
+    const head = execFileSync("git", ["log", "-1", "--format=%h %s"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], { cwd: ROOT, encoding: "utf8" }).trim();
+    return `${head}${dirty ? " + uncommitted changes in src/" : ""}`;
+  } catch {
+    return "unknown";
+  }
+}
+
 /** Peak RSS (MB) of an idle Node process, with and without the tsx loader the workers run under. */
 function baselineRss(withTsx: boolean): number {
   const code = "setTimeout(() => console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]), 200)";
@@ -272,6 +283,7 @@ async function main(): Promise<void> {
     systems: infos,
     workloads: chosen.map(({ name, group, title, description, metrics }) => ({ name, group, title, description, metrics })),
     records: [],
+    code: { start: codeVersion() },
   };
   log(
     `${results.machine.nproc} cores, Node ${results.machine.node}, ${results.machine.postgres}, Redis ${results.machine.redis}, load average ${results.machine.loadStart}`,
@@ -314,6 +326,7 @@ async function main(): Promise<void> {
   if (args.merge) mergeEarlier(results, args.merge);
   results.wallSeconds = (performance.now() - started) / 1000;
   results.machine.loadEnd = Number(loadavg()[0].toFixed(2));
+  results.code.end = codeVersion();
   if (!args["no-write"]) {
     writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
     writeFileSync(join(ROOT, "bench", "RESULTS.md"), renderReport(results));

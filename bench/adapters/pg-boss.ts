@@ -1,7 +1,7 @@
 /**
  * pg-boss 12 on Postgres, in its own schema per run. Its best settings for many small jobs:
  * LISTEN/NOTIFY on (instance `useListenNotify` + queue `notify`), batched fetches
- * (`batchSize` 10 per fetch, `localConcurrency` × `batchSize` = the concurrency), burst
+ * (`batchSize` up to 50 per fetch, `localConcurrency` × `batchSize` = the concurrency), burst
  * fetching while batches come back full, per-job results so one failure fails one job.
  */
 import { PgBoss } from "pg-boss";
@@ -10,7 +10,7 @@ import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, Worker
 import { QUEUE } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable } from "./util.js";
 
-const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 10);
+const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 50);
 
 class PgBossAdapter implements Adapter {
   private readonly boss: PgBoss;
