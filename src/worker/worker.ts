@@ -293,7 +293,6 @@ export class Worker {
     error?: Error,
     delayMs?: number,
   ): void {
-    if (this.deps.events.listenerCount(event) === 0) return; // no event object for nobody
     const { leaseToken: _t, lockedUntil: _l, ...info } = job;
     try {
       this.deps.events.emit(event, { job: info, result, error, delayMs, ...timing });
