@@ -5,22 +5,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand, PermanentError, RetryableError, ValidationError } from "../src/index.js";
-import { targets } from "./helpers/errands.js";
+import { targets, withErrand } from "./helpers/errands.js";
 import { sleep, waitFor } from "./helpers/wait.js";
 
 const fast = { base: 5, max: 20, jitter: 0 };
 
 for (const target of targets) {
   describe(`worker on ${target.name}`, { skip: target.skip }, () => {
-    async function withErrand(fn: (errand: Errand) => Promise<void>) {
-      const { errand, cleanup } = await target.open();
-      try {
-        await fn(errand);
-      } finally {
-        await cleanup();
-      }
-    }
-
     async function finalState(errand: Errand, id: string, states = ["completed", "failed", "cancelled"]) {
       return waitFor(
         async () => {
@@ -32,7 +23,7 @@ for (const target of targets) {
     }
 
     test("runs higher priority first, FIFO within a priority", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const seen: string[] = [];
         const job = defineJob({
           name: "order",
@@ -58,7 +49,7 @@ for (const target of targets) {
       }));
 
     test("transient errors retry with backoff until maxAttempts, each attempt in the history", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "flaky",
           queue: "q",
@@ -93,7 +84,7 @@ for (const target of targets) {
       }));
 
     test("a PermanentError fails at once; a classify hook can fail unknown errors", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const permanent = defineJob({
           name: "perm",
           queue: "q",
@@ -126,7 +117,7 @@ for (const target of targets) {
       }));
 
     test("a payload that no longer matches the schema fails without retry", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const loose = defineJob({
           name: "evolving",
           queue: "q",
@@ -155,7 +146,7 @@ for (const target of targets) {
       }));
 
     test("a timeout aborts ctx.signal and retries; a handler that ignores the signal still frees its slot", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         let aborted = 0;
         const job = defineJob({
           name: "slow",
@@ -191,7 +182,7 @@ for (const target of targets) {
       }));
 
     test("snooze and rate limits run again later without spending an attempt; retryAfter overrides backoff", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const calls = new Map<string, number>();
         const job = defineJob({
           name: "snoozy",
@@ -239,7 +230,7 @@ for (const target of targets) {
       }));
 
     test("cancel: a pending job at once, a running one through its signal", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         let started = false;
         const job = defineJob({
           name: "long",
@@ -269,7 +260,7 @@ for (const target of targets) {
       }));
 
     test("ctx.once skips side effects a previous attempt completed", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const effects: string[] = [];
         const job = defineJob({
           name: "charge",
@@ -295,7 +286,7 @@ for (const target of targets) {
       }));
 
     test("a job whose worker died comes back after its lease and completes (outcome lost in the history)", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({ name: "survivor", queue: "q", schema: z.object({}), run: () => "done" });
         const enqueued = await errand.enqueue(job, {});
         // A worker that claims and then dies: it never heartbeats or finishes.
@@ -324,7 +315,7 @@ for (const target of targets) {
       }));
 
     test("graceful stop lets a running job finish; past the hard timeout it is released uncharged", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const starts: number[] = [];
         const job = defineJob({
           name: "sleepy",
@@ -356,7 +347,7 @@ for (const target of targets) {
       }));
 
     test("delayed jobs wait for their time; the idle worker wakes for them without a full poll", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         let ranAt = 0;
         const job = defineJob({
           name: "later",
@@ -377,7 +368,7 @@ for (const target of targets) {
       }));
 
     test("progress is visible while the job runs", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         let release!: () => void;
         const gate = new Promise<void>((r) => (release = r));
         const job = defineJob({
@@ -399,7 +390,7 @@ for (const target of targets) {
       }));
 
     test("idempotency keys return the existing job", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "once",
           queue: "q",
@@ -424,7 +415,7 @@ for (const target of targets) {
       }));
 
     test("bad input is refused with a clear error and nothing is stored", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "strict",
           queue: "q",
@@ -485,7 +476,7 @@ for (const target of targets) {
       }));
 
     test("a worker starts and stops in a tight loop without leaking", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({ name: "noop", queue: "q", schema: z.object({}), run: () => {} });
         errand.register(job);
         for (let i = 0; i < 20; i++) {

@@ -67,3 +67,13 @@ export const targets: ErrandTarget[] = [
     },
   },
 ];
+
+/** Runs `fn` on a fresh errand of `target`, cleaning up afterwards whatever happens. */
+export async function withErrand(target: ErrandTarget, fn: (errand: Errand) => Promise<void>): Promise<void> {
+  const { errand, cleanup } = await target.open();
+  try {
+    await fn(errand);
+  } finally {
+    await cleanup();
+  }
+}

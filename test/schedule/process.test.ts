@@ -4,23 +4,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { defineJob, type Errand, PermanentError, ValidationError } from "../../src/index.js";
-import { targets } from "../helpers/errands.js";
+import { defineJob, PermanentError, ValidationError } from "../../src/index.js";
+import { targets, withErrand } from "../helpers/errands.js";
 import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {
   describe(`processJobs on ${target.name}`, { skip: target.skip }, () => {
-    async function withErrand(fn: (errand: Errand) => Promise<void>) {
-      const { errand, cleanup } = await target.open();
-      try {
-        await fn(errand);
-      } finally {
-        await cleanup();
-      }
-    }
-
     test("claims at most `limit` due jobs, runs them, and reports what is still due", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const ran: number[] = [];
         const job = defineJob({
           name: "work",
@@ -47,7 +38,7 @@ for (const target of targets) {
       }));
 
     test("counts retries and failures, through the executor's classification", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "mixed",
           queue: "q",
@@ -75,7 +66,7 @@ for (const target of targets) {
       }));
 
     test("stops claiming when the time budget is spent, and finishes what it claimed", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "slow",
           queue: "q",
@@ -91,7 +82,7 @@ for (const target of targets) {
       }));
 
     test("a job still running past the finish timeout is released to pending, attempt not charged", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({
           name: "stuck",
           queue: "q",
@@ -112,7 +103,7 @@ for (const target of targets) {
       }));
 
     test("rescues a job a killed tick left running, then runs it in the same call", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         const job = defineJob({ name: "again", queue: "q", schema: z.object({}), run: () => "done" });
         errand.register(job);
         const { id } = await errand.enqueue(job, {});
@@ -138,7 +129,7 @@ for (const target of targets) {
       }));
 
     test("refuses unknown queues and bad limits", () =>
-      withErrand(async (errand) => {
+      withErrand(target, async (errand) => {
         errand.register(defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} }) as never);
         await assert.rejects(
           errand.processJobs({ queues: ["nope"] }),
