@@ -4,7 +4,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { defineJob, type Errand, PermanentError, RetryableError, ValidationError } from "../src/index.js";
+import {
+  defineJob,
+  type Errand,
+  openErrand,
+  PermanentError,
+  RetryableError,
+  ValidationError,
+} from "../src/index.js";
 import { targets, withErrand } from "./helpers/errands.js";
 import { sleep, waitFor } from "./helpers/wait.js";
 
@@ -132,14 +139,11 @@ for (const target of targets) {
           run: () => {},
         });
         const enqueued = await errand.enqueue(loose, { n: "not a number" });
-        const { errand: other, cleanup } = { errand, cleanup: async () => {} };
-        // A second process with the newer definition: simulate by a fresh registry on the same store.
-        const { Errand: ErrandClass } = await import("../src/errand.js");
-        const newer = new ErrandClass(other.store, { jobs: [strict], ownsStore: false, logger: other.log });
+        // A second process with the newer definition: a fresh registry on the same store.
+        const newer = await openErrand({ store: errand.store, jobs: [strict], logger: errand.log });
         const worker = newer.work({ q: { concurrency: 1 } }, { pollInterval: 20 });
         const done = await finalState(errand, enqueued.id);
         await worker.stop();
-        await cleanup();
         assert.equal(done.state, "failed");
         assert.equal(done.attempts.length, 1);
         assert.equal(done.attempts[0].kind, "validation");

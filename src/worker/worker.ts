@@ -531,10 +531,10 @@ class QueueRunner {
       }
       if (this.worker.isStopping) {
         // Claimed as the stop began: they are ours now, so they run like any in-flight job.
-        for (const job of claimed) this.track(this.worker.run(job, this), job);
+        for (const job of claimed) this.track(this.worker.run(job, this));
         break;
       }
-      for (const job of claimed) this.track(this.worker.run(job, this), job);
+      for (const job of claimed) this.track(this.worker.run(job, this));
       if (claimed.length < limit) {
         if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
         await this.wait(await this.idleDelay(pollMs));
@@ -542,7 +542,7 @@ class QueueRunner {
     }
   }
 
-  private track(run: Promise<void>, _job: ClaimedJob): void {
+  private track(run: Promise<void>): void {
     this.busy++;
     this.inFlight.add(run);
     run
