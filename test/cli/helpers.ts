@@ -12,7 +12,6 @@ import {
   renameSync,
   rmSync,
   statSync,
-  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
@@ -27,12 +26,15 @@ export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const CLI_SOURCE = join(ROOT, "src/cli/main.ts");
 /** The fixture jobs as TypeScript (loaded by the CLI through tsx). */
 export const FIXTURE_JOBS_TS = join(ROOT, "test/fixtures/jobs.ts");
+const BUILD_CACHE = join(ROOT, "node_modules/.cache");
 
 /**
  * Most tests run the CLI compiled to JavaScript, as `npm run build` ships it: a process through
  * tsx costs about three times the CPU, and these tests start dozens. The build is a plain
- * per-file transpile of src/ and the fixtures (TypeScript's transpileModule), cached in the temp
- * directory under a hash of the sources, so test files share it and a change rebuilds it.
+ * per-file transpile of src/ and the fixtures (TypeScript's transpileModule), cached under
+ * node_modules/.cache/ with a hash of the sources, so test files share it and a change rebuilds it.
+ * The cache lives inside this checkout (not the shared temp directory), so its imports resolve to
+ * this checkout's node_modules and a build can never outlive the dependencies it was made with.
  */
 export const BUILD = compiledBuild();
 export const CLI = join(BUILD, "src/cli/main.js");
@@ -55,8 +57,8 @@ function sourceFiles(): string[] {
 /** Builds of older sources, untouched for a day, are removed. */
 function removeStaleBuilds(current: string): void {
   const dayAgo = Date.now() - 86_400_000;
-  for (const name of readdirSync(tmpdir())) {
-    const path = join(tmpdir(), name);
+  for (const name of readdirSync(BUILD_CACHE)) {
+    const path = join(BUILD_CACHE, name);
     if (!name.startsWith("errand-cli-build-") || path === current) continue;
     try {
       if (statSync(path).mtimeMs < dayAgo) rmSync(path, { recursive: true, force: true });
@@ -75,7 +77,8 @@ function compiledBuild(): string {
       .update("\0")
       .update(readFileSync(join(ROOT, file)))
       .update("\0");
-  const dir = join(tmpdir(), `errand-cli-build-${hash.digest("hex").slice(0, 16)}`);
+  mkdirSync(BUILD_CACHE, { recursive: true });
+  const dir = join(BUILD_CACHE, `errand-cli-build-${hash.digest("hex").slice(0, 16)}`);
   removeStaleBuilds(dir);
   if (existsSync(join(dir, "package.json"))) return dir;
   const require = createRequire(import.meta.url);
@@ -92,7 +95,6 @@ function compiledBuild(): string {
     writeFileSync(target, out.outputText);
   }
   chmodSync(join(staging, "src/cli/main.js"), 0o755);
-  symlinkSync(join(ROOT, "node_modules"), join(staging, "node_modules"), "dir");
   // Last, so a directory with a package.json is complete: "type": "module" and the version.
   copyFileSync(join(ROOT, "package.json"), join(staging, "package.json"));
   try {
