@@ -100,7 +100,7 @@ function ownPackageVersion(): string {
   return packageVersion(".", ROOT);
 }
 
-const SETTINGS = "errand defaults (batchSize 100, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
+const SETTINGS = "errand defaults (batchSize 500, readAhead 100ms, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
 
 export const errandSqlite: SystemDef = {
   name: "errand-sqlite",

@@ -187,6 +187,13 @@ export interface Store {
   claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]>;
   /** Extends the leases still held; reports lost leases and cancel requests. */
   extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]>;
+  /**
+   * Gives back jobs claimed but never started (a worker's read-ahead, at stop or when a lease
+   * check finds a cancel request): each goes back to pending as if never claimed — run_at kept
+   * (its place in line), the attempt not counted, no history entry. A job whose cancel was
+   * requested meanwhile ends cancelled instead. Fenced by the lease token; returns how many.
+   */
+  returnJobs(leases: Lease[]): Promise<number>;
   /** Records outcomes (in one transaction); returns per outcome whether it was applied (false = fenced off). */
   finishJobs(outcomes: Outcome[]): Promise<boolean[]>;
   /**

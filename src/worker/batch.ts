@@ -79,6 +79,11 @@ class CountingEvents extends EventEmitter {
     super();
   }
 
+  /** Every outcome event counts here, so the worker must build it even with no listener outside. */
+  override listenerCount(event: string | symbol): number {
+    return typeof event === "string" && Object.hasOwn(COUNTED, event) ? 1 : this.target.listenerCount(event);
+  }
+
   override emit(event: string | symbol, ...args: unknown[]): boolean {
     if (typeof event === "string" && Object.hasOwn(COUNTED, event))
       this.counts[COUNTED[event as keyof typeof COUNTED]]++;

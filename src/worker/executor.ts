@@ -13,15 +13,114 @@ import type { ClaimedJob, Outcome, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
 import type { JobContext } from "./context.js";
 
-/** A job this worker holds: its lease, and the controller that aborts its handler. */
-export interface ActiveJob {
-  claimed: ClaimedJob;
-  controller: AbortController;
+/**
+ * A job this worker runs: its lease, its abort state, and the context its handler receives.
+ * One object per job, with the costly parts made on first use (the AbortSignal, the child logger,
+ * the job view): a worker runs thousands of jobs a second, and most handlers touch none of them.
+ */
+export class ActiveJob implements JobContext {
   /** Set when the store rejected our lease (heartbeat) — nothing we write will be applied. */
-  leaseLost: boolean;
+  leaseLost = false;
   /** Set when the job was completed inside ctx.completeInTransaction. */
-  completedInTransaction: boolean;
-  startedAt: number;
+  completedInTransaction = false;
+  readonly startedAt = Date.now();
+  /** Why the job was aborted (timeout, cancel, lost lease, shutdown); undefined while it may run on. */
+  abortReason: JobAbort | undefined = undefined;
+  /** Set while the handler runs: ends the executor's wait at once when the job is aborted. */
+  onAbort: ((reason: JobAbort) => void) | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  private childLog: Logger | undefined = undefined;
+  private jobView: JobContext["job"] | undefined = undefined;
+
+  constructor(
+    readonly claimed: ClaimedJob,
+    private readonly deps: ExecutorDeps,
+  ) {}
+
+  get lease(): { id: string; leaseToken: number } {
+    return { id: this.claimed.id, leaseToken: this.claimed.leaseToken };
+  }
+
+  /** Aborts the job once: its signal fires and the executor stops waiting for the handler. */
+  abort(reason: JobAbort): void {
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    this.onAbort?.(reason);
+  }
+
+  // ── JobContext ──
+
+  get job(): JobContext["job"] {
+    if (!this.jobView) {
+      const { leaseToken: _t, lockedUntil: _l, ...job } = this.claimed;
+      this.jobView = Object.freeze(job);
+    }
+    return this.jobView;
+  }
+
+  get attempt(): number {
+    return this.claimed.attempt;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  get log(): Logger {
+    this.childLog ??= this.deps.log.child({
+      jobId: this.claimed.id,
+      name: this.claimed.name,
+      queue: this.claimed.queue,
+      attempt: this.claimed.attempt,
+    });
+    return this.childLog;
+  }
+
+  // Methods as bound properties: handlers may destructure them (`{ once, progress }`).
+
+  readonly once = async <T>(key: string, fn: () => Promise<T> | T): Promise<T> => {
+    if (typeof key !== "string" || key.length === 0)
+      throw new TypeError("ctx.once needs a non-empty string key");
+    const seen = await this.deps.store.ledgerGet(key);
+    if (seen.found) {
+      this.log.debug({ key }, "side effect already done; skipped");
+      return seen.value as T;
+    }
+    const value = await fn();
+    await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
+    return value;
+  };
+
+  readonly progress = async (fraction: number, message?: string): Promise<void> => {
+    if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
+      throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
+    }
+    await this.deps.store.setProgress(
+      this.lease,
+      message === undefined ? { fraction } : { fraction, message },
+    );
+  };
+
+  readonly snooze = (delay: Duration): never => {
+    throw new SnoozeSignal(parseDuration(delay, "snooze delay"));
+  };
+
+  readonly completeInTransaction = async <T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> => {
+    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, fn);
+    if (!done.applied) {
+      throw new JobAbort(
+        "lease-lost",
+        "lease lost before the transaction could complete the job; rolled back",
+      );
+    }
+    this.completedInTransaction = true;
+    return done.value as T;
+  };
 }
 
 export interface ExecutorDeps {
@@ -42,15 +141,8 @@ export interface Execution {
 
 /** Runs one claimed job to an outcome. Never throws: every failure becomes an outcome. */
 export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
-  const { claimed, controller } = active;
-  const log = deps.log.child({
-    jobId: claimed.id,
-    name: claimed.name,
-    queue: claimed.queue,
-    attempt: claimed.attempt,
-  });
+  const { claimed } = active;
   const debug = deps.log.isLevelEnabled("debug");
-  const lease = { id: claimed.id, leaseToken: claimed.leaseToken };
   const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
   const def = deps.findJob(claimed.name);
 
@@ -58,45 +150,51 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
     const error = new Error(
       `no handler for job "${claimed.name}" in this worker (known: ${deps.knownJobNames().join(", ") || "none"})`,
     );
-    log.error({ err: error }, "unknown job name");
+    active.log.error({ err: error }, "unknown job name");
     return { outcome: failureOutcome(base, claimed, error, "unknown", undefined, null), error };
   }
 
   let timer: NodeJS.Timeout | undefined;
   try {
-    const validation = await def.schema["~standard"].validate(claimed.payload);
+    let validation = def.schema["~standard"].validate(claimed.payload);
+    if (validation instanceof Promise) validation = await validation;
     if (validation.issues) {
       throw new ValidationError(
         `payload of job "${claimed.name}" does not match its schema: ${validation.issues.map((i) => i.message).join("; ")}`,
         validation.issues,
       );
     }
-    const ctx = makeContext(active, deps, log, lease);
-    if (debug) log.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
-
-    // The handler races its signal: a handler that ignores the signal and hangs must not hold the slot.
-    const aborted = new Promise<never>((_, reject) => {
-      const onAbort = () => reject(controller.signal.reason);
-      if (controller.signal.aborted) onAbort();
-      else controller.signal.addEventListener("abort", onAbort, { once: true });
-    });
+    const payload = validation.value as never;
+    if (debug) active.log.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
     if (def.timeoutMs !== null) {
       const ms = def.timeoutMs;
-      timer = setTimeout(() => controller.abort(new JobAbort("timeout", `job timed out after ${ms} ms`)), ms);
+      timer = setTimeout(() => active.abort(new JobAbort("timeout", `job timed out after ${ms} ms`)), ms);
     }
-    const running = Promise.resolve().then(() => def.run(validation.value as never, ctx));
-    running.catch(() => {}); // a handler that rejects after its deadline must not become an unhandled rejection
-    const result = await Promise.race([running, aborted]);
+    // The wait ends when the handler settles or the job is aborted, whichever comes first: a
+    // handler that ignores its signal and hangs must not hold the slot. A handler that rejects
+    // after that is handled here too (never an unhandled rejection).
+    const result = await new Promise<unknown>((resolve, reject) => {
+      if (active.abortReason) return reject(active.abortReason);
+      active.onAbort = reject;
+      const returned: unknown = def.run(payload, active);
+      if (typeof (returned as PromiseLike<unknown> | null)?.then === "function") {
+        (returned as PromiseLike<unknown>).then(resolve, reject);
+      } else resolve(returned);
+    });
     if (active.completedInTransaction) return { outcome: null, result };
-    if (debug) log.debug("job completed");
+    if (debug) active.log.debug("job completed");
     return { outcome: { ...base, kind: "completed", result: result === undefined ? null : result }, result };
   } catch (thrown) {
     if (active.completedInTransaction) {
-      log.warn({ err: thrown }, "handler threw after completing in its transaction; the completion stands");
+      active.log.warn(
+        { err: thrown },
+        "handler threw after completing in its transaction; the completion stands",
+      );
       return { outcome: null };
     }
-    return { ...classifyFailure(thrown, base, claimed, def, deps, log), error: toError(thrown) };
+    return { ...classifyFailure(thrown, base, claimed, def, deps, active.log), error: toError(thrown) };
   } finally {
+    active.onAbort = undefined;
     if (timer) clearTimeout(timer);
   }
 }
@@ -182,52 +280,4 @@ function failureOutcome(
   const delayMs = retryAfterMs ?? def?.backoff(claimed.attempt) ?? 1000;
   log?.warn({ err: error.message, kind, retryInMs: delayMs }, "job failed; will retry");
   return { ...base, kind: "retry", delayMs, error: errorFields(error, kind) };
-}
-
-function makeContext(
-  active: ActiveJob,
-  deps: ExecutorDeps,
-  log: Logger,
-  lease: { id: string; leaseToken: number },
-): JobContext {
-  const { claimed, controller } = active;
-  const { leaseToken: _t, lockedUntil: _l, ...job } = claimed;
-  return {
-    job: Object.freeze(job),
-    attempt: claimed.attempt,
-    signal: controller.signal,
-    log,
-    async once<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
-      if (typeof key !== "string" || key.length === 0)
-        throw new TypeError("ctx.once needs a non-empty string key");
-      const seen = await deps.store.ledgerGet(key);
-      if (seen.found) {
-        log.debug({ key }, "side effect already done; skipped");
-        return seen.value as T;
-      }
-      const value = await fn();
-      await deps.store.ledgerPut(key, claimed.id, value === undefined ? null : value);
-      return value;
-    },
-    async progress(fraction: number, message?: string): Promise<void> {
-      if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
-        throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
-      }
-      await deps.store.setProgress(lease, message === undefined ? { fraction } : { fraction, message });
-    },
-    snooze(delay: Duration): never {
-      throw new SnoozeSignal(parseDuration(delay, "snooze delay"));
-    },
-    async completeInTransaction<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
-      const done = await deps.store.completeInTransaction(lease, deps.workerId, fn);
-      if (!done.applied) {
-        throw new JobAbort(
-          "lease-lost",
-          "lease lost before the transaction could complete the job; rolled back",
-        );
-      }
-      active.completedInTransaction = true;
-      return done.value as T;
-    },
-  };
 }

@@ -481,6 +481,82 @@ function suite(factory: StoreFactory): void {
     });
   });
 
+  describe("returnJobs (claimed, never started)", () => {
+    it("puts jobs back as if never claimed: same place in line, attempt not counted, no history", async (store) => {
+      const first = await insertOne(store, { payload: "first" });
+      const second = await insertOne(store, { payload: "second" });
+      const before = await mustGet(store, first.id);
+      const claimed = await store.claimJobs({ queue: "q", limit: 2, workerId: "w1", leaseMs: 60_000 });
+      assert.deepEqual(
+        claimed.map((c) => c.id),
+        [first.id, second.id],
+      );
+      assert.equal(await store.returnJobs(claimed), 2);
+      const after = await mustGet(store, first.id);
+      assert.equal(after.state, "pending");
+      assert.equal(after.attempt, 0);
+      assert.deepEqual(after.attempts, []);
+      assert.equal(after.startedAt, null);
+      assert.equal(after.lockedBy, null);
+      assert.equal(after.lockedUntil, null);
+      assert.equal(after.runAt.getTime(), before.runAt.getTime(), "run_at kept");
+      // Claimed again, in the same order, with fresh tokens; the returned tokens are dead.
+      const again = await store.claimJobs({ queue: "q", limit: 2, workerId: "w2", leaseMs: 60_000 });
+      assert.deepEqual(
+        again.map((c) => [c.id, c.attempt]),
+        [
+          [first.id, 1],
+          [second.id, 1],
+        ],
+      );
+      assert.notEqual(again[0].leaseToken, claimed[0].leaseToken);
+      assert.equal(await store.returnJobs(claimed), 0, "stale tokens return nothing");
+      assert.equal((await mustGet(store, first.id)).state, "running");
+    });
+
+    it("keeps earlier attempts: a retried job returned keeps its history and attempt count", async (store) => {
+      const job = await insertOne(store, { maxAttempts: 5 });
+      const c1 = await claimOne(store);
+      assert.equal(
+        await finish(store, c1, "retry", { delayMs: 0, error: { message: "flaky", kind: "retryable" } }),
+        true,
+      );
+      const c2 = await claimOne(store);
+      assert.equal(c2.attempt, 2);
+      assert.equal(await store.returnJobs([c2]), 1);
+      const j = await mustGet(store, job.id);
+      assert.equal(j.state, "pending");
+      assert.equal(j.attempt, 1);
+      assert.equal(j.attempts.length, 1);
+      assert.equal(j.attempts[0].outcome, "retried");
+      assert.equal((await claimOne(store)).attempt, 2);
+    });
+
+    it("a job whose cancel was requested while it waited ends cancelled", async (store) => {
+      const job = await insertOne(store);
+      const c = await claimOne(store);
+      await store.cancelJob(job.id);
+      const t0 = await nowMs(store);
+      assert.equal(await store.returnJobs([c]), 1);
+      const t1 = await nowMs(store);
+      const j = await mustGet(store, job.id);
+      assert.equal(j.state, "cancelled");
+      assert.equal(j.cancelRequested, false);
+      assert.equal(j.attempt, 0);
+      assertWithin(j.finishedAt, t0, t1, "finishedAt");
+      assert.deepEqual(await store.claimJobs({ queue: "q", limit: 5, workerId: "w1", leaseMs: 60_000 }), []);
+    });
+
+    it("ignores finished jobs, unknown ids and an empty list", async (store) => {
+      const job = await insertOne(store);
+      const c = await claimOne(store);
+      assert.equal(await finish(store, c, "completed"), true);
+      assert.equal(await store.returnJobs([c, { id: "999999999", leaseToken: 1 }]), 0);
+      assert.equal(await store.returnJobs([]), 0);
+      assert.equal((await mustGet(store, job.id)).state, "completed");
+    });
+  });
+
   // ------------------------------------------------------------ 5. outcomes
 
   describe("finishJobs outcomes", () => {

@@ -224,6 +224,30 @@ export class MemoryStore implements Store {
     });
   }
 
+  async returnJobs(leases: Lease[]): Promise<number> {
+    const now = this.clock();
+    let returned = 0;
+    for (const lease of leases) {
+      const row = this.held(lease);
+      if (!row) continue;
+      row.attempt -= 1;
+      if (row.attempt === 0) row.startedAt = null;
+      row.lockedBy = null;
+      row.lockedUntil = null;
+      row.progress = null;
+      if (row.cancelRequested) {
+        row.state = "cancelled";
+        row.finishedAt = new Date(now);
+        row.cancelRequested = false;
+      } else {
+        row.state = "pending";
+        this.notify(row.queue);
+      }
+      returned++;
+    }
+    return returned;
+  }
+
   async finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
     const now = this.clock();
     const applied = outcomes.map((outcome) => {

@@ -624,6 +624,19 @@ export class PostgresStore implements Store {
     });
   }
 
+  async returnJobs(leases: Lease[]): Promise<number> {
+    const valid = leases
+      .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
+      .sort((a, b) => compareIds(a.id, b.id));
+    if (valid.length === 0) return 0;
+    const wasListening = this.notifier.isListening;
+    const { rows } = await this.run("RETURN_JOBS", [valid.map((l) => l.id), valid.map((l) => l.leaseToken)]);
+    if (!wasListening && this.notifier.size > 0) {
+      this.notifyLocally(rows.filter((r: Row) => r.state === "pending").map((r: Row) => r.queue as string));
+    }
+    return rows.length;
+  }
+
   async finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
     return this.finishOn(this.pool, outcomes, true);
   }

@@ -35,6 +35,8 @@
 export const NOW = "statement_timestamp()";
 
 const ms = (param: string) => `(${param} * interval '1 millisecond')`;
+/** A timestamptz as epoch milliseconds (float8): a number for the driver, not a string for it to parse into a Date. */
+const epochMs = (t: string) => `floor(extract(epoch FROM ${t}) * 1000)::float8`;
 
 /** A timestamptz as `Date.prototype.toISOString()` prints it (milliseconds truncated, like pg's Date parsing). */
 const iso = (t: string) => `to_char((${t}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -338,8 +340,9 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = j.lease_token + 1,
     locked_until = ${NOW} + ${ms("$4::float8")}, started_at = ${NOW}, progress = NULL
 FROM o
 WHERE j.id = o.id AND j.state = 'pending'
-RETURNING o.ord, j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at,
-          j.created_at, j.lease_token, j.locked_until`;
+RETURNING o.ord, j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key,
+          ${epochMs("j.run_at")} AS run_at, ${epochMs("j.created_at")} AS created_at, j.lease_token,
+          ${epochMs("j.locked_until")} AS locked_until`;
 
 /** Extends the leases still held ($1 ids, $2 tokens) to now + $3 ms; returns the (id, token) pairs held. */
 export const EXTEND_LEASES = `
@@ -347,6 +350,24 @@ UPDATE ${JOBS} j SET locked_until = ${NOW} + ${ms("$3::float8")}
 FROM unnest($1::bigint[], $2::int[]) AS u(id, token)
 WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
 RETURNING j.id, u.token, j.cancel_requested`;
+
+/**
+ * returnJobs ($1 ids, $2 tokens): claimed jobs never started go back as they were — run_at kept,
+ * the attempt not counted, no history entry; cancelled instead when a cancel was requested.
+ */
+export const RETURN_JOBS = `
+WITH returned AS (
+  UPDATE ${JOBS} j
+  SET state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'pending' END,
+      attempt = j.attempt - 1,
+      started_at = CASE WHEN j.attempt = 1 THEN NULL ELSE j.started_at END,
+      finished_at = CASE WHEN j.cancel_requested THEN ${NOW} ELSE j.finished_at END,
+      locked_by = NULL, locked_until = NULL, progress = NULL, cancel_requested = false
+  FROM unnest($1::bigint[], $2::int[]) AS u(id, token)
+  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = 'running'
+  RETURNING j.queue, j.state
+)
+SELECT r.queue, r.state, ${notifyQueues("returned WHERE state = 'pending'")} AS notified FROM returned r`;
 
 /** A cancel was requested while the job ran and the outcome is not "completed": it ends cancelled. */
 const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";

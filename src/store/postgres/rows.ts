@@ -10,7 +10,7 @@ import type { ClaimedJob, ScheduleRecord, WorkerInfo } from "../types.js";
 export type Row = Record<string, unknown>;
 
 export function toDate(value: unknown): Date {
-  return value instanceof Date ? value : new Date(value as string);
+  return value instanceof Date ? value : new Date(value as string | number);
 }
 
 export function toDateOrNull(value: unknown): Date | null {

@@ -209,6 +209,20 @@ UPDATE errand_jobs SET locked_until = CAST(@now + @leaseMs AS INTEGER)
 WHERE id = @id AND lease_token = @token AND state = 'running'
 RETURNING cancel_requested`;
 
+/** returnJobs: a claimed job never started goes back as it was (fenced; see Store.returnJobs). */
+export const RETURN_JOB = `
+UPDATE errand_jobs
+SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
+    attempt = attempt - 1,
+    started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END,
+    finished_at = CASE WHEN cancel_requested THEN @now ELSE finished_at END,
+    locked_by = NULL,
+    locked_until = NULL,
+    progress = NULL,
+    cancel_requested = 0
+WHERE id = @id AND lease_token = @token AND state = 'running'
+RETURNING queue, state`;
+
 /** Fenced read of what finishing a job needs. */
 export const SELECT_HELD = `
 SELECT id, queue, attempt, started_at, cancel_requested FROM errand_jobs

@@ -132,6 +132,7 @@ export class SqliteStore implements Store {
     (outcomes: Outcome[]) => { applied: boolean[]; wake: Set<string> }
   >;
   private readonly extendTx: Database.Transaction<(leases: Lease[], leaseMs: number) => LeaseStatus[]>;
+  private readonly returnTx: Database.Transaction<(leases: Lease[]) => { queue: string; state: string }[]>;
 
   constructor(options: SqliteStoreOptions = {}) {
     if (options.db !== undefined && options.path !== undefined) {
@@ -168,6 +169,20 @@ export class SqliteStore implements Store {
         return done !== null;
       });
       return { applied, wake };
+    });
+    this.returnTx = this.db.transaction((leases: Lease[]) => {
+      const now = this.nowMs();
+      const give = this.q(Q.RETURN_JOB);
+      const returned: { queue: string; state: string }[] = [];
+      for (const lease of leases) {
+        const id = parseId(lease.id);
+        if (id === null) continue;
+        const row = give.get({ id, token: lease.leaseToken, now }) as
+          | { queue: string; state: string }
+          | undefined;
+        if (row) returned.push(row);
+      }
+      return returned;
     });
     this.extendTx = this.db.transaction((leases: Lease[], leaseMs: number) => {
       const now = this.nowMs();
@@ -499,6 +514,17 @@ export class SqliteStore implements Store {
       if (leases.length === 0) return [];
       if (this.db.inTransaction) throw storeBusy("extendLeases");
       return this.extendTx.immediate(leases, leaseMs);
+    });
+  }
+
+  returnJobs(leases: Lease[]): Promise<number> {
+    return this.run(() => {
+      if (leases.length === 0) return 0;
+      if (this.db.inTransaction) throw storeBusy("returnJobs");
+      const returned = this.returnTx.immediate(leases);
+      for (const queue of new Set(returned.filter((r) => r.state === "pending").map((r) => r.queue)))
+        this.notify(queue);
+      return returned.length;
     });
   }
 
