@@ -72,7 +72,7 @@ export function registerDlq(program: Command): void {
       const job = await errand.retry(id);
       return job ? { job, text: `job ${id} is pending again (${job.name} on ${job.queue})` } : null;
     },
-    all: retryAllFailed,
+    all: (errand, queue) => errand.retryFailed(queue === undefined ? {} : { queue }),
     verb: "retry",
     done: "retried",
     accepts: ["failed", "cancelled"],
@@ -159,24 +159,4 @@ async function bulkAll(errand: Errand, opts: BulkCliOptions, action: BulkAction)
   const count = await action.all(errand, opts.queue);
   if (opts.json) printJson({ [action.done]: count });
   else print(`${action.done} ${count} failed job${count === 1 ? "" : "s"} ${scope}`);
-}
-
-/**
- * Retries every failed job (of one queue) by id, page by page. Not `errand.retryFailed()`: the
- * stores' bulk retry also revives cancelled jobs, and `dlq retry --all` promises failed ones only.
- */
-async function retryAllFailed(errand: Errand, queue: string | undefined): Promise<number> {
-  let retried = 0;
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await errand.listJobs({
-      state: "failed",
-      limit: 1000,
-      ...(queue === undefined ? {} : { queue }),
-      ...(cursor ? { cursor } : {}),
-    });
-    if (page.jobs.length > 0) retried += await errand.store.retryJobs({ ids: page.jobs.map((j) => j.id) });
-    if (!page.nextCursor) return retried;
-    cursor = page.nextCursor;
-  }
 }

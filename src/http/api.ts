@@ -288,31 +288,11 @@ async function bulk(request: Request, ctx: RouteContext, action: "retry" | "disc
     throw bad('expected {"ids": [...]} or {"all": true} (with an optional "queue")');
   }
   if (action === "retry") {
-    if (!filter.ids) {
-      // "Retry all" empties the dead-letter queue, i.e. failed jobs only: gather their ids so
-      // cancelled jobs (which retryJobs also accepts) stay cancelled.
-      filter = { ids: await failedIds(ctx, filter.queue) };
-      if (filter.ids!.length === 0) return jsonResponse(200, { retried: 0 });
-    }
-    let retried = 0;
-    for (let i = 0; i < filter.ids!.length; i += MAX_IDS) {
-      retried += await ctx.errand.store.retryJobs({ ...filter, ids: filter.ids!.slice(i, i + MAX_IDS) });
-    }
-    return jsonResponse(200, { retried });
+    // Without ids, retryJobs takes the dead-letter queue's failed jobs; cancelled ones stay.
+    return jsonResponse(200, { retried: await ctx.errand.store.retryJobs(filter) });
   }
   const discarded = await ctx.errand.store.discardJobs(filter);
   return jsonResponse(200, { discarded });
-}
-
-async function failedIds(ctx: RouteContext, queue: string | undefined): Promise<string[]> {
-  const ids: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.errand.listJobs({ state: "failed", queue, limit: 1000, cursor });
-    ids.push(...page.jobs.map((j) => j.id));
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
-  return ids;
 }
 
 async function listSchedules(_request: Request, ctx: RouteContext): Promise<Response> {

@@ -215,7 +215,11 @@ export interface Store {
 
   /** pending → cancelled at once; running → cancel requested (seen at the next heartbeat). */
   cancelJob(id: string): Promise<JobRecord | null>;
-  /** failed (or cancelled) → pending now with a fresh attempt budget; history kept. */
+  /**
+   * → pending now with a fresh attempt budget; history kept. By `ids`: failed or cancelled jobs
+   * (a person picked them). Without ids (a whole queue, or all): the dead-letter queue, i.e.
+   * failed jobs only — cancelled jobs stay cancelled.
+   */
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
   /** Deletes failed jobs (from the dead-letter queue). */
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;

@@ -507,7 +507,9 @@ class RetryJobsCmd extends Cmd {
     return m.jobs.length > 0;
   }
   protected async step(m: Model, r: Real): Promise<void> {
-    const { filter, hit } = select(m, r, this.sel, ["failed", "cancelled"]);
+    // By ids: failed or cancelled; a whole queue: its dead-letter queue, failed only.
+    const states: JobState[] = "queue" in this.sel ? ["failed"] : ["failed", "cancelled"];
+    const { filter, hit } = select(m, r, this.sel, states);
     const t0 = (await r.store.now()).getTime();
     const n = await r.store.retryJobs(filter);
     const t1 = (await r.store.now()).getTime();

@@ -917,7 +917,7 @@ function suite(factory: StoreFactory): void {
       assert.equal(again.attempt, 1);
     });
 
-    it("retryJobs by queue takes failed and cancelled jobs only, of that queue only", async (store) => {
+    it("retryJobs by queue takes that queue's failed jobs only: cancelled ones stay cancelled", async (store) => {
       const a1 = await failedJob(store, "a");
       const a2 = await failedJob(store, "a");
       const b1 = await failedJob(store, "b");
@@ -926,9 +926,14 @@ function suite(factory: StoreFactory): void {
       const pending = await insertOne(store, { queue: "a", delayMs: 60_000 });
       const done = await insertOne(store, { queue: "c" });
       await finish(store, await claimOne(store, "c"), "completed");
-      assert.equal(await store.retryJobs({ queue: "a" }), 3);
-      for (const id of [a1, a2, cancelled.id]) assert.equal((await mustGet(store, id)).state, "pending");
+      assert.equal(await store.retryJobs({ queue: "a" }), 2);
+      for (const id of [a1, a2]) assert.equal((await mustGet(store, id)).state, "pending");
+      assert.equal((await mustGet(store, cancelled.id)).state, "cancelled", "cancelled is not in the DLQ");
       assert.equal((await mustGet(store, b1)).state, "failed");
+      assert.equal(await store.retryJobs({ ids: [cancelled.id] }), 1, "a cancelled job is retried by id");
+      assert.equal((await mustGet(store, cancelled.id)).state, "pending");
+      assert.equal(await store.retryJobs({}), 1, "all queues: b's failed job");
+      assert.equal((await mustGet(store, b1)).state, "pending");
       assert.equal(
         (await mustGet(store, pending.id)).runAt.getTime(),
         pending.runAt.getTime(),

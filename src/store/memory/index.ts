@@ -356,7 +356,7 @@ export class MemoryStore implements Store {
 
   async retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     const now = this.clock();
-    const rows = this.selectFinished(filter, ["failed", "cancelled"]);
+    const rows = this.selectFinished(filter, filter.ids ? ["failed", "cancelled"] : ["failed"]);
     for (const row of rows) {
       row.state = "pending";
       row.runAt = new Date(now);

@@ -484,11 +484,14 @@ SELECT * FROM updated
 UNION ALL
 SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)`;
 
-/** failed/cancelled → pending now, attempt budget reset, history kept. $1 ids (null: any), $2 queue (null: any). */
+/**
+ * → pending now, attempt budget reset, history kept. $1 ids: failed or cancelled ones; null: the
+ * dead-letter queue's failed jobs only. $2 queue (null: any).
+ */
 export const RETRY_JOBS = `
 WITH retried AS (
   UPDATE ${JOBS} SET state = 'pending', run_at = ${NOW}, attempt = 0, finished_at = NULL
-  WHERE state IN ('failed', 'cancelled')
+  WHERE (state = 'failed' OR (state = 'cancelled' AND $1::bigint[] IS NOT NULL))
     AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[]))
     AND ($2::text IS NULL OR queue = $2)
   RETURNING queue

@@ -289,9 +289,10 @@ WHERE id IN (SELECT value FROM json_each(@ids)) AND state IN ('failed', 'cancell
   AND (@queue IS NULL OR queue = @queue)
 RETURNING queue`;
 
+/** The whole dead-letter queue (of one queue): failed jobs only; cancelled ones are retried by id. */
 export const RETRY_JOBS = `
 UPDATE errand_jobs SET state = 'pending', run_at = ${NOW}, attempt = 0, finished_at = NULL
-WHERE state IN ('failed', 'cancelled') AND (@queue IS NULL OR queue = @queue)
+WHERE state = 'failed' AND (@queue IS NULL OR queue = @queue)
 RETURNING queue`;
 
 export const DISCARD_JOBS_BY_IDS = `

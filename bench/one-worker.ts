@@ -1,0 +1,72 @@
+/**
+ * errand with one worker in this process, no child processes: N no-op jobs (default 30,000) at a
+ * concurrency (default 50) on SQLite (a fresh file) or Postgres (a fresh schema); prints jobs/s,
+ * worker CPU per 1,000 jobs (this process: worker and, on SQLite, the database) and peak RSS.
+ * The clock stops when the last outcome is written (the worker's graceful stop drains them).
+ * For quick before/after checks of the worker's hot path; `npm run bench` is the comparison.
+ *
+ *   node --import tsx bench/one-worker.ts [sqlite|postgres] [jobs] [concurrency] [batchSize] [readAhead]
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { defineJob, openErrand, silentLogger } from "../src/index.js";
+
+const [kind = "sqlite", jobs = "30000", concurrency = "50", batchSize, readAhead] = process.argv.slice(2);
+const N = Number(jobs);
+const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const schema = `one_worker_${process.pid}`;
+const passThrough = {
+  "~standard": { version: 1, vendor: "x", validate: (v: unknown) => ({ value: v }) },
+} as const;
+let ran = 0;
+let allRan: () => void = () => {};
+const done = new Promise<void>((resolve) => {
+  allRan = resolve;
+});
+const noop = defineJob({
+  name: "noop",
+  queue: "q",
+  schema: passThrough as never,
+  run: () => {
+    if (++ran === N) allRan();
+  },
+});
+const url = kind === "postgres" ? PG_URL : join(mkdtempSync(join(tmpdir(), "errand-one-worker-")), "e.db");
+const errand = await openErrand({ url, schema, jobs: [noop], logger: silentLogger() });
+for (let i = 0; i < N; i += 5000)
+  await errand.enqueueMany(
+    noop,
+    Array.from({ length: Math.min(5000, N - i) }, () => ({ payload: {} })),
+  );
+let peak = 0;
+const sampler = setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage().rss);
+}, 50);
+const cpu0 = process.cpuUsage();
+const t0 = Date.now();
+const worker = errand.work(
+  { q: { concurrency: Number(concurrency) } },
+  {
+    ...(batchSize ? { batchSize: Number(batchSize) } : {}),
+    ...(readAhead ? { readAhead: readAhead as `${number}ms` } : {}),
+  },
+);
+await done;
+await worker.stop(); // every outcome written
+const ms = Date.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+const completed = (await errand.stats()).find((q) => q.queue === "q")?.completed;
+if (completed !== N) throw new Error(`expected ${N} completed jobs, the store says ${completed}`);
+clearInterval(sampler);
+console.log(
+  `${kind}: ${N} jobs in ${ms} ms = ${Math.round((N / ms) * 1000)} jobs/s; cpu ${((cpu.user + cpu.system) / 1000 / (N / 1000)).toFixed(1)} ms/1000 jobs; peak rss ${Math.round(peak / 1e6)} MB`,
+);
+await errand.close();
+if (kind === "postgres") {
+  const client = new pg.Client(PG_URL);
+  await client.connect();
+  await client.query(`DROP SCHEMA ${schema} CASCADE`);
+  await client.end();
+}
