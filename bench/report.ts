@@ -190,7 +190,7 @@ export function renderReport(results: BenchResults): string {
     "",
     "Not benchmarked: **Sidequest on SQLite** — `@sidequest/sqlite-backend@1.16.5` (the latest) depends on `@sidequest/core@1.16.5`, which does not exist on the npm registry (the newest is 1.16.4), so it cannot be installed.",
     "",
-    "pg-boss 12, graphile-worker 0.18 and Sidequest 1.16 declare Node.js ≥ 22 in their `engines`; this machine has Node.js 20, on which they ran without errors. BullMQ 6 made its Redis driver an optional peer dependency that the project does not install: the adapter loads `ioredis` from `$BENCH_PEERS_DIR` (default /tmp/errand-bench-peers; `npm install --prefix /tmp/errand-bench-peers ioredis@5`) and reports BullMQ unavailable without it.",
+    "pg-boss 12, graphile-worker 0.18 and Sidequest 1.16 declare Node.js ≥ 22 in their `engines`; this machine has Node.js 20, on which they ran without errors. BullMQ 6 made its Redis driver an optional peer dependency; ioredis 5 is a dev dependency of the project.",
     "",
     "Peers' job payloads are not validated; errand's job uses a pass-through Standard Schema validator, so no validator library's cost is charged to it. Every system's per-job log lines are off (errand: `silentLogger()`, graphile-worker: a no-op logger, Sidequest: level error).",
     "",

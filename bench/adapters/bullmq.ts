@@ -1,59 +1,16 @@
 /**
  * BullMQ 6 on Redis (127.0.0.1:6379), for reference: a different kind of store, not a
  * Postgres peer. Every key of a run lives under its own prefix, deleted afterwards.
- *
- * BullMQ 6 made its Redis driver an optional peer dependency; the project does not install
- * one. The adapter loads `ioredis` from the project if it is there, else from
- * $BENCH_PEERS_DIR (default /tmp/errand-bench-peers, where `npm install --prefix
- * /tmp/errand-bench-peers ioredis@5` puts it); without it BullMQ is reported unavailable.
+ * BullMQ 6 made its Redis driver an optional peer dependency: ioredis is a dev dependency here.
  */
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import { Queue, Worker } from "bullmq";
+import { Redis } from "ioredis";
 import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { QUEUE } from "./types.js";
-import { BULK_CHUNK, inChunks, packageVersion, ROOT } from "./util.js";
-
-/** The part of an ioredis client the adapter uses (ioredis is not a dependency, so no types). */
-interface RedisClient {
-  quit(): Promise<unknown>;
-  scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
-  del(...keys: string[]): Promise<number>;
-  ping(): Promise<string>;
-  disconnect(): void;
-}
-type RedisCtor = new (url: string, options: Record<string, unknown>) => RedisClient;
-
-const PEERS_DIR = process.env.BENCH_PEERS_DIR ?? "/tmp/errand-bench-peers";
-
-function ioredisLocation(): string | null {
-  for (const base of [ROOT, PEERS_DIR]) {
-    try {
-      return createRequire(join(base, "package.json")).resolve("ioredis");
-    } catch {
-      // try the next place
-    }
-  }
-  return null;
-}
-
-function loadRedis(): RedisCtor {
-  const location = ioredisLocation();
-  if (!location) throw new Error("ioredis is not installed");
-  const mod = createRequire(import.meta.url)(location) as RedisCtor & { default?: RedisCtor };
-  return mod.default ?? mod;
-}
-
-function ioredisVersion(): string {
-  const location = ioredisLocation();
-  if (!location) return "not installed";
-  const base = location.slice(0, location.lastIndexOf("/node_modules/") + "/node_modules".length);
-  return packageVersion("ioredis", base);
-}
+import { BULK_CHUNK, inChunks, packageVersion } from "./util.js";
 
 class BullAdapter implements Adapter {
-  private readonly Redis = loadRedis();
-  private readonly clients: RedisClient[] = [];
+  private readonly clients: Redis[] = [];
   private readonly queue: Queue;
   private readonly prefix: string;
   private worker: Worker | null = null;
@@ -63,8 +20,8 @@ class BullAdapter implements Adapter {
     this.queue = new Queue(QUEUE, { connection: this.client() as never, prefix: this.prefix });
   }
 
-  private client(): RedisClient {
-    const client = new this.Redis(this.target.redisUrl, { maxRetriesPerRequest: null });
+  private client(): Redis {
+    const client = new Redis(this.target.redisUrl, { maxRetriesPerRequest: null });
     this.clients.push(client);
     return client;
   }
@@ -143,15 +100,9 @@ class BullAdapter implements Adapter {
 export const bullmq: SystemDef = {
   name: "bullmq",
   backend: "redis",
-  version: () => `bullmq ${packageVersion("bullmq")} (ioredis ${ioredisVersion()}, Redis server)`,
+  version: () => `bullmq ${packageVersion("bullmq")} (ioredis ${packageVersion("ioredis")}, Redis server)`,
   settings: `defaults (concurrency set; completed jobs kept); retries: backoff fixed 100 ms; bulk = addBulk() in chunks of ${BULK_CHUNK}`,
   async unavailable() {
-    let Redis: RedisCtor;
-    try {
-      Redis = loadRedis();
-    } catch {
-      return `BullMQ 6 needs a Redis driver (optional peer dependency ioredis or redis) and the project installs none; install ioredis into ${PEERS_DIR} (npm install --prefix ${PEERS_DIR} ioredis@5) or add it to devDependencies`;
-    }
     const redis = new Redis(process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379", {
       maxRetriesPerRequest: 1,
       lazyConnect: false,
