@@ -11,7 +11,7 @@ import {
   PRIORITY_RANGE,
 } from "./job.js";
 import { createLogger, type Logger } from "./logger.js";
-import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "./payload.js";
+import { checkPayload, DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
 import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
@@ -173,45 +173,37 @@ export class Errand extends EventEmitter<ErrandEvents> {
     what: string,
   ): NewJob | Promise<NewJob> {
     const row = this.prepareOptions(def, options, what);
-    const normalized = normalizePayload(payload, this.payloadLimit, what);
-    const checked = def.schema["~standard"].validate(normalized);
-    const finish = (result: StandardSchemaV1.Result<P>): NewJob => {
-      if (result.issues) {
-        const detail = result.issues
-          .map(
-            (i) =>
-              `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
-          )
-          .join("; ");
-        throw new ValidationError(
-          `${what} does not match the schema of job "${def.name}": ${detail}`,
-          result.issues,
-        );
-      }
-      return { ...row, payload: normalized };
-    };
-    return checked instanceof Promise ? checked.then(finish) : finish(checked);
+    const { value, json } = checkPayload(payload, this.payloadLimit, what);
+    row.payload = value;
+    row.payloadJson = json;
+    const checked = def.schema["~standard"].validate(value);
+    if (checked instanceof Promise) return checked.then((result) => accept(def, row, result, what));
+    return accept(def, row, checked, what);
   }
 
   private prepareOptions<P>(
     def: JobDefinition<P, unknown>,
     options: Omit<EnqueueOptions, "tx">,
     what: string,
-  ): Omit<NewJob, "payload"> {
+  ): NewJob {
     if (options.delay !== undefined && options.runAt !== undefined) {
       throw new ValidationError(`${what}: give either delay or runAt, not both`);
     }
-    const row: Omit<NewJob, "payload"> = {
+    // One shape for every row (the stores' loops over them stay monomorphic).
+    const row: NewJob = {
       queue: def.queue,
       name: def.name,
-      priority: checkOption(
-        () => checkInteger(options.priority ?? def.priority, "priority", PRIORITY_RANGE),
+      payload: null,
+      payloadJson: undefined,
+      priority: integerOption(options.priority ?? def.priority, "priority", PRIORITY_RANGE, what),
+      maxAttempts: integerOption(
+        options.maxAttempts ?? def.maxAttempts,
+        "maxAttempts",
+        MAX_ATTEMPTS_RANGE,
         what,
       ),
-      maxAttempts: checkOption(
-        () => checkInteger(options.maxAttempts ?? def.maxAttempts, "maxAttempts", MAX_ATTEMPTS_RANGE),
-        what,
-      ),
+      runAt: undefined,
+      delayMs: undefined,
       key: null,
     };
     if (options.key !== undefined && options.key !== null) {
@@ -404,6 +396,42 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop()));
     if (this.ownsStore) await this.store.close();
+  }
+}
+
+/** The row with its payload checked against the job's schema, or the ValidationError listing the issues. */
+function accept<P>(
+  def: JobDefinition<P, unknown>,
+  row: NewJob,
+  result: StandardSchemaV1.Result<P>,
+  what: string,
+): NewJob {
+  if (result.issues) {
+    const detail = result.issues
+      .map(
+        (i) =>
+          `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
+      )
+      .join("; ");
+    throw new ValidationError(
+      `${what} does not match the schema of job "${def.name}": ${detail}`,
+      result.issues,
+    );
+  }
+  return row;
+}
+
+/** An integer option within its range, or a ValidationError naming the item. */
+function integerOption(
+  value: unknown,
+  name: string,
+  range: { min: number; max: number },
+  what: string,
+): number {
+  try {
+    return checkInteger(value, name, range);
+  } catch (err) {
+    throw new ValidationError(`${what}: ${(err as Error).message}`);
   }
 }
 

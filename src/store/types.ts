@@ -19,6 +19,14 @@ export interface NewJob {
   queue: string;
   name: string;
   payload: unknown;
+  /**
+   * The payload's JSON text, when the caller has already serialised and checked it (errand's
+   * enqueue does: payload.ts `checkPayload`): then `payload` must be `JSON.parse(payloadJson)`,
+   * a value the caller hands over. A store writes this text as is instead of serialising
+   * `payload` again, and may put `payload` itself (not a copy) in the inserted job's record.
+   * Without it, the store serialises `payload` and returns a copy.
+   */
+  payloadJson?: string;
   priority: number;
   maxAttempts: number;
   /** Absolute due time; if absent, `delayMs` after the store's now (0 = now). */

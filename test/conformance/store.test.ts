@@ -234,6 +234,31 @@ function suite(factory: StoreFactory): void {
       assert.deepEqual(results[2].job.payload, { n: 1 });
       assert.equal((await store.listJobs({ limit: 100 })).jobs.length, 2);
     });
+
+    it("with payloadJson, stores that text and never serialises payload again", async (store) => {
+      // A payload that throws if serialised: the store must take the text it was given.
+      const handedOver = {
+        toJSON() {
+          throw new Error("payload serialised again");
+        },
+      };
+      const [r] = await store.insertJobs([
+        newJob({ payload: handedOver, payloadJson: '{"text":"as given","n":[1,2]}' }),
+      ]);
+      assert.equal(r.created, true);
+      assert.deepEqual((await mustGet(store, r.job.id)).payload, { text: "as given", n: [1, 2] });
+      // Records are the caller's: changing one changes neither the store nor another record.
+      const [a, b] = await store.insertJobs([
+        newJob({ payload: { v: [1] }, payloadJson: '{"v":[1]}' }),
+        newJob({ payload: { v: [2] } }),
+      ]);
+      (a.job.payload as { v: number[] }).v.push(9);
+      (b.job.payload as { v: number[] }).v.push(9);
+      a.job.runAt.setTime(0);
+      assert.deepEqual((await mustGet(store, a.job.id)).payload, { v: [1] });
+      assert.deepEqual((await mustGet(store, b.job.id)).payload, { v: [2] });
+      assert.notEqual((await mustGet(store, a.job.id)).runAt.getTime(), 0);
+    });
   });
 
   // ------------------------------------------------------------ 2. idempotency

@@ -392,7 +392,8 @@ export class PostgresStore implements Store {
     if (jobs.length === 0) return [];
     const encoded = jobs.map((input, i) => ({
       input,
-      payloadText: serialize(input.payload, jobs.length === 1 ? "payload" : `job ${i} payload`),
+      payloadText:
+        input.payloadJson ?? serialize(input.payload, jobs.length === 1 ? "payload" : `job ${i} payload`),
     }));
     const wasListening = this.notifier.isListening;
     let results: InsertResult[];
@@ -472,7 +473,9 @@ export class PostgresStore implements Store {
     // The database's run_at is now + delay at microsecond precision; as a Date (ms) it is exactly this.
     const now = Number(row.now_ms);
     const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
-    return newJobRecord(String(row.id), input, JSON.parse(payloadText), runAt, new Date(now));
+    // With payloadJson, the caller handed its parsed payload over: no need to parse a copy.
+    const payload = input.payloadJson === undefined ? JSON.parse(payloadText) : input.payload;
+    return newJobRecord(String(row.id), input, payload, runAt, new Date(now));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {

@@ -32,13 +32,15 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
     const input = jobs[i];
     results[i] = {
       created: true,
-      // The payload as getJob will read it back; the key as stored (an empty key is no key).
+      // The payload as getJob will read it back (what the caller handed over with payloadJson);
+      // the key as stored (an empty key is no key).
       job: newJobRecord(
         String(id),
-        { ...input, key },
-        JSON.parse(payloads[i]),
+        input,
+        input.payloadJson === undefined ? JSON.parse(payloads[i]) : input.payload,
         new Date(runAts[i]),
         new Date(now),
+        key,
       ),
     };
   };
@@ -79,7 +81,7 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
 
   for (let i = 0; i < jobs.length; i++) {
     const input = jobs[i];
-    payloads[i] = toJson(input.payload);
+    payloads[i] = input.payloadJson ?? toJson(input.payload);
     // The memory store's arithmetic: a Date truncates fractional milliseconds.
     runAts[i] = (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime();
     if (!Number.isFinite(runAts[i])) throw new ValidationError(`job "${input.name}": invalid runAt`);
