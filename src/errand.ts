@@ -14,7 +14,16 @@ import { createLogger, type Logger } from "./logger.js";
 import { checkPayload, DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
-import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
+import type {
+  InsertResult,
+  JobFilter,
+  JobPage,
+  NewJob,
+  QueueStats,
+  RescuedJob,
+  Store,
+  TxHandle,
+} from "./store/types.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -89,6 +98,7 @@ export interface ErrandEvents {
   cancelled: [JobEvent];
   released: [JobEvent];
   lost: [RescuedJob];
+  /** The jobs an enqueue call created: the very records it returns (with `created: true`). */
   enqueued: [JobRecord[]];
 }
 
@@ -230,10 +240,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
       const def = this.resolve(job);
       const row = this.prepare(def, payload, options, "payload");
       const insert = (r: NewJob) =>
-        this.store.insertJobs([r], options.tx).then(([result]) => {
-          this.afterInsert([result.job], [result.created]);
-          return { ...(result.job as JobRecord<P>), created: result.created };
-        });
+        this.store.insertJobs([r], options.tx).then((results) => this.afterInsert<P>(results)[0]);
       return row instanceof Promise ? row.then(insert) : insert(row);
     } catch (err) {
       return Promise.reject(err);
@@ -249,27 +256,46 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.assertOpen();
     if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
     const def = this.resolve(job);
-    const rows = await Promise.all(
-      items.map((item, i) => {
+    const prepared: Array<NewJob | Promise<NewJob>> = new Array(items.length);
+    let pending = false;
+    try {
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
         if (!item || typeof item !== "object" || !("payload" in item)) {
           throw new ValidationError(`item ${i}: expected { payload, ...options }`);
         }
-        const { payload, ...rest } = item;
-        return this.prepare(def, payload, rest, `item ${i} payload`);
-      }),
-    );
+        // The item is its own options: prepareOptions reads the option fields only.
+        const row = this.prepare(def, item.payload, item, `item ${i} payload`);
+        if (row instanceof Promise) pending = true;
+        prepared[i] = row;
+      }
+    } catch (err) {
+      // Items already handed to an async schema: their outcome no longer matters.
+      if (pending) for (const row of prepared) if (row instanceof Promise) row.catch(() => {});
+      throw err;
+    }
+    const rows = pending ? await Promise.all(prepared) : (prepared as NewJob[]);
     if (rows.length === 0) return [];
-    const results = await this.store.insertJobs(rows, options.tx);
-    this.afterInsert(
-      results.map((r) => r.job),
-      results.map((r) => r.created),
-    );
-    return results.map((r) => ({ ...(r.job as JobRecord<P>), created: r.created }));
+    return this.afterInsert<P>(await this.store.insertJobs(rows, options.tx));
   }
 
-  private afterInsert(jobs: JobRecord[], created: boolean[]): void {
-    const fresh = jobs.filter((_, i) => created[i]);
-    if (fresh.length > 0) this.emit("enqueued", fresh);
+  /**
+   * The store's records, each with `created` added (the store hands them over: no copy), and
+   * the "enqueued" event with the new ones.
+   */
+  private afterInsert<P>(results: InsertResult[]): EnqueuedJob<P>[] {
+    const jobs = new Array<EnqueuedJob<P>>(results.length);
+    let fresh = 0;
+    for (let i = 0; i < results.length; i++) {
+      const job = results[i].job as EnqueuedJob<P>;
+      job.created = results[i].created;
+      if (job.created) fresh++;
+      jobs[i] = job;
+    }
+    if (fresh > 0 && this.listenerCount("enqueued") > 0) {
+      this.emit("enqueued", fresh === jobs.length ? jobs.slice() : jobs.filter((j) => j.created));
+    }
+    return jobs;
   }
 
   getJob(id: string): Promise<JobRecord | null> {

@@ -180,7 +180,12 @@ export interface Store {
   /** The store's clock. */
   now(): Promise<Date>;
 
-  /** Inserts jobs in one transaction (or inside the caller's `tx`). A duplicate (queue, key) returns the existing job. */
+  /**
+   * Inserts jobs in one transaction (or inside the caller's `tx`). A duplicate (queue, key) — of
+   * a stored job or of an earlier job of the same call — inserts nothing and returns the existing
+   * job. One result per job, in input order; each record is a new object the caller owns
+   * (errand's enqueue adds `created` to it).
+   */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]>;
   getJob(id: string): Promise<JobRecord | null>;
   listJobs(filter: JobFilter): Promise<JobPage>;
