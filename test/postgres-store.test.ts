@@ -442,6 +442,33 @@ describe("PostgreSQL store", { skip }, () => {
       });
     });
 
+    it("gives up with an error when a conflicting key's job keeps vanishing before it is read", async () => {
+      const store = await migrated();
+      await store.insertJobs([job("q", "x", { key: "k" })]);
+      const client = await store.pool.connect();
+      try {
+        // The caller's client, except that every read of existing keys finds nothing (as if a
+        // pruner deleted the job between our insert and our read, round after round).
+        let reads = 0;
+        const vanishing = {
+          query(config: pg.QueryConfig) {
+            if (/AS k\(queue, key\)/.test(config.text)) {
+              reads++;
+              return Promise.resolve({ rows: [] });
+            }
+            return client.query(config);
+          },
+        };
+        await assert.rejects(
+          store.insertJobs([job("q", "y"), job("q", "x", { key: "k" }), job("q", "z")], vanishing),
+          /could not insert or find 1 job\(s\) with an idempotency key; try again/,
+        );
+        assert.equal(reads, 5, "five rounds");
+      } finally {
+        client.release();
+      }
+    });
+
     it("splits a batch into statements by rows and by payload size, in input order", () => {
       const sizes = (chunks: number[][]) => chunks.map((c) => c.length);
       const small = Array.from({ length: 12_001 }, () => "{}");

@@ -484,7 +484,8 @@ export class PostgresStore implements Store {
         missing.filter((i) => results[i] === undefined),
       );
     }
-    const lost = results.reduce((n, r) => (r === undefined ? n + 1 : n), 0);
+    // Positions still without a result after the last round (`results` has holes: no reduce).
+    const lost = chunks.flat().filter((i) => results[i] === undefined).length;
     if (lost > 0)
       throw new Error(`could not insert or find ${lost} job(s) with an idempotency key; try again`);
     return results as InsertResult[];
