@@ -11,10 +11,19 @@ import {
   PRIORITY_RANGE,
 } from "./job.js";
 import { createLogger, type Logger } from "./logger.js";
-import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "./payload.js";
+import { checkPayload, DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
-import type { JobFilter, JobPage, NewJob, QueueStats, RescuedJob, Store, TxHandle } from "./store/types.js";
+import type {
+  InsertResult,
+  JobFilter,
+  JobPage,
+  NewJob,
+  QueueStats,
+  RescuedJob,
+  Store,
+  TxHandle,
+} from "./store/types.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -89,6 +98,7 @@ export interface ErrandEvents {
   cancelled: [JobEvent];
   released: [JobEvent];
   lost: [RescuedJob];
+  /** The jobs an enqueue call created: the very records it returns (with `created: true`). */
   enqueued: [JobRecord[]];
 }
 
@@ -173,45 +183,37 @@ export class Errand extends EventEmitter<ErrandEvents> {
     what: string,
   ): NewJob | Promise<NewJob> {
     const row = this.prepareOptions(def, options, what);
-    const normalized = normalizePayload(payload, this.payloadLimit, what);
-    const checked = def.schema["~standard"].validate(normalized);
-    const finish = (result: StandardSchemaV1.Result<P>): NewJob => {
-      if (result.issues) {
-        const detail = result.issues
-          .map(
-            (i) =>
-              `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
-          )
-          .join("; ");
-        throw new ValidationError(
-          `${what} does not match the schema of job "${def.name}": ${detail}`,
-          result.issues,
-        );
-      }
-      return { ...row, payload: normalized };
-    };
-    return checked instanceof Promise ? checked.then(finish) : finish(checked);
+    const { value, json } = checkPayload(payload, this.payloadLimit, what);
+    row.payload = value;
+    row.payloadJson = json;
+    const checked = def.schema["~standard"].validate(value);
+    if (checked instanceof Promise) return checked.then((result) => accept(def, row, result, what));
+    return accept(def, row, checked, what);
   }
 
   private prepareOptions<P>(
     def: JobDefinition<P, unknown>,
     options: Omit<EnqueueOptions, "tx">,
     what: string,
-  ): Omit<NewJob, "payload"> {
+  ): NewJob {
     if (options.delay !== undefined && options.runAt !== undefined) {
       throw new ValidationError(`${what}: give either delay or runAt, not both`);
     }
-    const row: Omit<NewJob, "payload"> = {
+    // One shape for every row (the stores' loops over them stay monomorphic).
+    const row: NewJob = {
       queue: def.queue,
       name: def.name,
-      priority: checkOption(
-        () => checkInteger(options.priority ?? def.priority, "priority", PRIORITY_RANGE),
+      payload: null,
+      payloadJson: undefined,
+      priority: integerOption(options.priority ?? def.priority, "priority", PRIORITY_RANGE, what),
+      maxAttempts: integerOption(
+        options.maxAttempts ?? def.maxAttempts,
+        "maxAttempts",
+        MAX_ATTEMPTS_RANGE,
         what,
       ),
-      maxAttempts: checkOption(
-        () => checkInteger(options.maxAttempts ?? def.maxAttempts, "maxAttempts", MAX_ATTEMPTS_RANGE),
-        what,
-      ),
+      runAt: undefined,
+      delayMs: undefined,
       key: null,
     };
     if (options.key !== undefined && options.key !== null) {
@@ -238,10 +240,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
       const def = this.resolve(job);
       const row = this.prepare(def, payload, options, "payload");
       const insert = (r: NewJob) =>
-        this.store.insertJobs([r], options.tx).then(([result]) => {
-          this.afterInsert([result.job], [result.created]);
-          return { ...(result.job as JobRecord<P>), created: result.created };
-        });
+        this.store.insertJobs([r], options.tx).then((results) => this.afterInsert<P>(results)[0]);
       return row instanceof Promise ? row.then(insert) : insert(row);
     } catch (err) {
       return Promise.reject(err);
@@ -257,27 +256,46 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.assertOpen();
     if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
     const def = this.resolve(job);
-    const rows = await Promise.all(
-      items.map((item, i) => {
+    const prepared: Array<NewJob | Promise<NewJob>> = new Array(items.length);
+    let pending = false;
+    try {
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
         if (!item || typeof item !== "object" || !("payload" in item)) {
           throw new ValidationError(`item ${i}: expected { payload, ...options }`);
         }
-        const { payload, ...rest } = item;
-        return this.prepare(def, payload, rest, `item ${i} payload`);
-      }),
-    );
+        // The item is its own options: prepareOptions reads the option fields only.
+        const row = this.prepare(def, item.payload, item, `item ${i} payload`);
+        if (row instanceof Promise) pending = true;
+        prepared[i] = row;
+      }
+    } catch (err) {
+      // Items already handed to an async schema: their outcome no longer matters.
+      if (pending) for (const row of prepared) if (row instanceof Promise) row.catch(() => {});
+      throw err;
+    }
+    const rows = pending ? await Promise.all(prepared) : (prepared as NewJob[]);
     if (rows.length === 0) return [];
-    const results = await this.store.insertJobs(rows, options.tx);
-    this.afterInsert(
-      results.map((r) => r.job),
-      results.map((r) => r.created),
-    );
-    return results.map((r) => ({ ...(r.job as JobRecord<P>), created: r.created }));
+    return this.afterInsert<P>(await this.store.insertJobs(rows, options.tx));
   }
 
-  private afterInsert(jobs: JobRecord[], created: boolean[]): void {
-    const fresh = jobs.filter((_, i) => created[i]);
-    if (fresh.length > 0) this.emit("enqueued", fresh);
+  /**
+   * The store's records, each with `created` added (the store hands them over: no copy), and
+   * the "enqueued" event with the new ones.
+   */
+  private afterInsert<P>(results: InsertResult[]): EnqueuedJob<P>[] {
+    const jobs = new Array<EnqueuedJob<P>>(results.length);
+    let fresh = 0;
+    for (let i = 0; i < results.length; i++) {
+      const job = results[i].job as EnqueuedJob<P>;
+      job.created = results[i].created;
+      if (job.created) fresh++;
+      jobs[i] = job;
+    }
+    if (fresh > 0 && this.listenerCount("enqueued") > 0) {
+      this.emit("enqueued", fresh === jobs.length ? jobs.slice() : jobs.filter((j) => j.created));
+    }
+    return jobs;
   }
 
   getJob(id: string): Promise<JobRecord | null> {
@@ -404,6 +422,42 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop()));
     if (this.ownsStore) await this.store.close();
+  }
+}
+
+/** The row with its payload checked against the job's schema, or the ValidationError listing the issues. */
+function accept<P>(
+  def: JobDefinition<P, unknown>,
+  row: NewJob,
+  result: StandardSchemaV1.Result<P>,
+  what: string,
+): NewJob {
+  if (result.issues) {
+    const detail = result.issues
+      .map(
+        (i) =>
+          `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
+      )
+      .join("; ");
+    throw new ValidationError(
+      `${what} does not match the schema of job "${def.name}": ${detail}`,
+      result.issues,
+    );
+  }
+  return row;
+}
+
+/** An integer option within its range, or a ValidationError naming the item. */
+function integerOption(
+  value: unknown,
+  name: string,
+  range: { min: number; max: number },
+  what: string,
+): number {
+  try {
+    return checkInteger(value, name, range);
+  } catch (err) {
+    throw new ValidationError(`${what}: ${(err as Error).message}`);
   }
 }
 

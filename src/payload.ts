@@ -10,12 +10,34 @@ export const DEFAULT_PAYLOAD_LIMIT = 1024 * 1024;
  */
 export const MAX_PAYLOAD_DEPTH = 512;
 
+/** A payload that every store can hold: its JSON text, and the value that text parses to. */
+export interface CheckedPayload {
+  /** `JSON.parse(json)`: the payload as a worker will receive it (a Date is an ISO string, …). */
+  value: unknown;
+  /** `JSON.stringify(payload)`: what the stores write, as is. */
+  json: string;
+}
+
 /**
- * Checks that a payload can be stored as JSON by every store and returns its JSON-normalised
- * copy: serialisable (no cycles, BigInt or functions), within `limit` bytes, strings well-formed
- * UTF-16 without NUL characters (Postgres jsonb cannot hold \u0000 or lone surrogates).
+ * A NUL character or a lone UTF-16 surrogate in a key or a string, in JSON.stringify's output:
+ * it writes NUL as `\u0000` and a lone surrogate as `\udxxx` (lower-case hex; a well-formed pair
+ * stays as is), and a backslash of the data as `\\`. So an escape preceded by an even number of
+ * backslashes is one of those characters; after an odd number it is the text "\u0000" (six
+ * characters), which every store keeps.
  */
-export function normalizePayload(payload: unknown, limit: number, what = "payload"): unknown {
+const UNSTORABLE = /(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f])/;
+
+/**
+ * Checks that a payload can be stored as JSON by every store: serialisable (no cycles, BigInt or
+ * functions), within `limit` bytes, at most MAX_PAYLOAD_DEPTH levels deep, strings and keys
+ * well-formed UTF-16 without NUL characters (Postgres jsonb cannot hold \u0000 or lone
+ * surrogates). Returns its JSON text and JSON-normalised copy.
+ *
+ * The payload is serialised once and the checks run over that text; it is parsed once, without
+ * a reviver. (Parsing with a reviver that checked every key and string cost ~6× a plain parse:
+ * 1.7 µs against 0.25 µs for a two-field payload.)
+ */
+export function checkPayload(payload: unknown, limit: number, what = "payload"): CheckedPayload {
   let text: string | undefined;
   try {
     text = JSON.stringify(payload === undefined ? null : payload);
@@ -24,21 +46,29 @@ export function normalizePayload(payload: unknown, limit: number, what = "payloa
   }
   if (text === undefined)
     throw new ValidationError(`${what} is not JSON-serialisable (a function or symbol)`);
-  const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > limit) {
-    throw new ValidationError(`${what} is ${bytes} bytes, over the limit of ${limit} bytes (payloadLimit)`);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: a short text cannot be over the limit.
+  if (text.length * 3 > limit) {
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > limit) {
+      throw new ValidationError(`${what} is ${bytes} bytes, over the limit of ${limit} bytes (payloadLimit)`);
+    }
   }
-  const depth = nestingDepth(text);
-  if (depth > MAX_PAYLOAD_DEPTH) {
-    throw new ValidationError(
-      `${what} is nested ${depth} levels deep, over the limit of ${MAX_PAYLOAD_DEPTH}`,
-    );
+  // Nesting n levels deep takes 2n brackets: a short text cannot be too deep.
+  if (text.length > 2 * MAX_PAYLOAD_DEPTH) {
+    const depth = nestingDepth(text);
+    if (depth > MAX_PAYLOAD_DEPTH) {
+      throw new ValidationError(
+        `${what} is nested ${depth} levels deep, over the limit of ${MAX_PAYLOAD_DEPTH}`,
+      );
+    }
   }
-  return JSON.parse(text, (key, value) => {
-    checkText(key, `${what} key`);
-    if (typeof value === "string") checkText(value, `${what} string`);
-    return value;
-  });
+  if (text.includes("\\u") && UNSTORABLE.test(text)) explainUnstorable(text, what);
+  return { value: JSON.parse(text), json: text };
+}
+
+/** The JSON-normalised copy of a payload that every store can hold (see checkPayload). */
+export function normalizePayload(payload: unknown, limit: number, what = "payload"): unknown {
+  return checkPayload(payload, limit, what).value;
 }
 
 /** The deepest nesting of arrays and objects in JSON text, without recursion. */
@@ -58,6 +88,19 @@ function nestingDepth(json: string): number {
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
   return max;
+}
+
+/**
+ * Throws the error naming the first key or string (in JSON.parse's reviver order) that holds a
+ * NUL or a lone surrogate. Only called when UNSTORABLE found one, so it always throws.
+ */
+function explainUnstorable(text: string, what: string): never {
+  JSON.parse(text, (key, value) => {
+    checkText(key, `${what} key`);
+    if (typeof value === "string") checkText(value, `${what} string`);
+    return value;
+  });
+  throw new ValidationError(`${what} contains a NUL character or a lone UTF-16 surrogate`);
 }
 
 function checkText(text: string, what: string): void {

@@ -19,6 +19,7 @@ import {
   type PostgresStore,
   type PostgresStoreOptions,
 } from "../src/store/postgres/index.js";
+import { INSERT_CHUNK, INSERT_CHUNK_BYTES, insertChunks } from "../src/store/postgres/insert.js";
 import { LATEST_VERSION } from "../src/store/postgres/migrations.js";
 import type { NewJob, Store } from "../src/store/types.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
@@ -412,6 +413,75 @@ describe("PostgreSQL store", { skip }, () => {
       );
       await assert.rejects(() => store.insertJobs(bad));
       assert.equal((await store.listJobs({ queue: "atomic" })).jobs.length, 0);
+    });
+
+    it("passes any text through its array literals: queues, names, keys and payloads", async () => {
+      const store = await migrated();
+      const texts = ["NULL", 'a"b', "back\\slash", "{braces},comma", " spaced ", '""', "日本 🚀", '\\\\"'];
+      const batch = (round: number) =>
+        texts.flatMap((text) => [
+          // Keyed (INSERT_JOBS) and keyless (INSERT_NEW_JOBS) statements.
+          job(`q${text}`, `n${text}`, { key: text, payload: { text, round } }),
+          job(`q${text}`, `n${text}`, { key: null, payload: { [text]: text, round } }),
+        ]);
+      const first = await store.insertJobs(batch(1));
+      for (const [i, r] of first.entries()) {
+        const text = texts[Math.floor(i / 2)];
+        assert.equal(r.created, true, `${JSON.stringify(text)} #${i}`);
+        const stored = await store.getJob(r.job.id);
+        assert.deepStrictEqual(stored, r.job);
+        assert.equal(stored?.queue, `q${text}`);
+        assert.equal(stored?.name, `n${text}`);
+        assert.equal(stored?.key, i % 2 ? null : text, "the string NULL is a key, not no key");
+      }
+      // The same keys again: found, not inserted.
+      const again = await store.insertJobs(batch(2));
+      again.forEach((r, i) => {
+        assert.equal(r.created, i % 2 === 1);
+        if (i % 2 === 0) assert.equal(r.job.id, first[i].job.id);
+      });
+    });
+
+    it("gives up with an error when a conflicting key's job keeps vanishing before it is read", async () => {
+      const store = await migrated();
+      await store.insertJobs([job("q", "x", { key: "k" })]);
+      const client = await store.pool.connect();
+      try {
+        // The caller's client, except that every read of existing keys finds nothing (as if a
+        // pruner deleted the job between our insert and our read, round after round).
+        let reads = 0;
+        const vanishing = {
+          query(config: pg.QueryConfig) {
+            if (/AS k\(queue, key\)/.test(config.text)) {
+              reads++;
+              return Promise.resolve({ rows: [] });
+            }
+            return client.query(config);
+          },
+        };
+        await assert.rejects(
+          store.insertJobs([job("q", "y"), job("q", "x", { key: "k" }), job("q", "z")], vanishing),
+          /could not insert or find 1 job\(s\) with an idempotency key; try again/,
+        );
+        assert.equal(reads, 5, "five rounds");
+      } finally {
+        client.release();
+      }
+    });
+
+    it("splits a batch into statements by rows and by payload size, in input order", () => {
+      const sizes = (chunks: number[][]) => chunks.map((c) => c.length);
+      const small = Array.from({ length: 12_001 }, () => "{}");
+      assert.deepEqual(sizes(insertChunks(small)), [INSERT_CHUNK, INSERT_CHUNK, 2_001]);
+      assert.deepEqual(insertChunks(small).flat(), [...small.keys()]);
+      // Payloads of a third of the byte budget (× 3 for UTF-8): three per statement.
+      const third = "x".repeat(INSERT_CHUNK_BYTES / 9);
+      assert.deepEqual(sizes(insertChunks([third, third, third, "{}", third, third])), [3, 3]);
+      // A payload alone over the budget still gets a statement of its own, never an empty one.
+      const huge = "x".repeat(INSERT_CHUNK_BYTES);
+      assert.deepEqual(insertChunks(["{}", huge, "{}"]), [[0], [1], [2]]);
+      // Positions (a retry round) keep their order.
+      assert.deepEqual(insertChunks(small, [7, 3, 11_000]), [[7, 3, 11_000]]);
     });
 
     it("rejects payloads Postgres cannot hold, naming the problem", async () => {

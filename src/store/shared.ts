@@ -118,6 +118,7 @@ export function newJobRecord(
   payload: unknown,
   runAt: Date,
   createdAt: Date,
+  key: string | null = input.key ?? null,
 ): JobRecord {
   return {
     id,
@@ -129,7 +130,7 @@ export function newJobRecord(
     maxAttempts: input.maxAttempts,
     runAt,
     payload,
-    key: input.key ?? null,
+    key,
     attempts: [],
     result: null,
     progress: null,

@@ -19,6 +19,14 @@ export interface NewJob {
   queue: string;
   name: string;
   payload: unknown;
+  /**
+   * The payload's JSON text, when the caller has already serialised and checked it (errand's
+   * enqueue does: payload.ts `checkPayload`): then `payload` must be `JSON.parse(payloadJson)`,
+   * a value the caller hands over. A store writes this text as is instead of serialising
+   * `payload` again, and may put `payload` itself (not a copy) in the inserted job's record.
+   * Without it, the store serialises `payload` and returns a copy.
+   */
+  payloadJson?: string;
   priority: number;
   maxAttempts: number;
   /** Absolute due time; if absent, `delayMs` after the store's now (0 = now). */
@@ -172,7 +180,12 @@ export interface Store {
   /** The store's clock. */
   now(): Promise<Date>;
 
-  /** Inserts jobs in one transaction (or inside the caller's `tx`). A duplicate (queue, key) returns the existing job. */
+  /**
+   * Inserts jobs in one transaction (or inside the caller's `tx`). A duplicate (queue, key) — of
+   * a stored job or of an earlier job of the same call — inserts nothing and returns the existing
+   * job. One result per job, in input order; each record is a new object the caller owns
+   * (errand's enqueue adds `created` to it).
+   */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]>;
   getJob(id: string): Promise<JobRecord | null>;
   listJobs(filter: JobFilter): Promise<JobPage>;

@@ -234,6 +234,87 @@ function suite(factory: StoreFactory): void {
       assert.deepEqual(results[2].job.payload, { n: 1 });
       assert.equal((await store.listJobs({ limit: 100 })).jobs.length, 2);
     });
+
+    it("with payloadJson, stores that text and never serialises payload again", async (store) => {
+      // A payload that throws if serialised: the store must take the text it was given.
+      const handedOver = {
+        toJSON() {
+          throw new Error("payload serialised again");
+        },
+      };
+      const [r] = await store.insertJobs([
+        newJob({ payload: handedOver, payloadJson: '{"text":"as given","n":[1,2]}' }),
+      ]);
+      assert.equal(r.created, true);
+      assert.deepEqual((await mustGet(store, r.job.id)).payload, { text: "as given", n: [1, 2] });
+      // Records are the caller's: changing one changes neither the store nor another record.
+      const [a, b] = await store.insertJobs([
+        newJob({ payload: { v: [1] }, payloadJson: '{"v":[1]}' }),
+        newJob({ payload: { v: [2] } }),
+      ]);
+      (a.job.payload as { v: number[] }).v.push(9);
+      (b.job.payload as { v: number[] }).v.push(9);
+      a.job.runAt.setTime(0);
+      assert.deepEqual((await mustGet(store, a.job.id)).payload, { v: [1] });
+      assert.deepEqual((await mustGet(store, b.job.id)).payload, { v: [2] });
+      assert.notEqual((await mustGet(store, a.job.id)).runAt.getTime(), 0);
+    });
+
+    it("a batch of 12,000 spanning several statements: input order, keys colliding across them", async (store) => {
+      // 0-4,999 without keys; then every third job without key and the others keyed
+      // `key-(i mod 4,500)`: the key of 5,002 comes back at 9,502 (the same statement on Postgres,
+      // 5,000 rows each), the key of 5,501 at 10,001 (the next one). Every tenth job is at a
+      // fixed time, every tenth delayed.
+      const t0 = await nowMs(store);
+      const at = new Date(t0 + 3_600_000);
+      const keyOf = (i: number) => (i < 5_000 || i % 3 === 0 ? null : `key-${i % 4_500}`);
+      const inputs = Array.from({ length: 12_000 }, (_, i) =>
+        newJob({
+          payload: { i },
+          // Half the jobs come as errand's enqueue sends them, with their JSON text.
+          ...(i % 2 ? { payloadJson: JSON.stringify({ i }) } : {}),
+          key: keyOf(i),
+          ...(i % 10 === 1 ? { runAt: at } : {}),
+          ...(i % 10 === 2 ? { delayMs: 60_000 } : {}),
+          priority: i % 3,
+        }),
+      );
+      const results = await store.insertJobs(inputs);
+      assert.equal(results.length, inputs.length);
+      const firstOfKey = new Map<string, number>();
+      let lastNewId = -1n;
+      let created = 0;
+      results.forEach((r, i) => {
+        const key = keyOf(i);
+        const first = key === null ? undefined : firstOfKey.get(key);
+        if (first === undefined) {
+          if (key !== null) firstOfKey.set(key, i);
+          assert.equal(r.created, true, `job ${i} created`);
+          assert.deepEqual(r.job.payload, { i });
+          assert.equal(r.job.key, key);
+          assert.equal(r.job.priority, i % 3);
+          assert.ok(BigInt(r.job.id) > lastNewId, `job ${i}: ids follow input order`);
+          lastNewId = BigInt(r.job.id);
+          created++;
+        } else {
+          assert.equal(r.created, false, `job ${i} repeats the key of job ${first}`);
+          assert.equal(r.job.id, results[first].job.id);
+          assert.deepEqual(r.job.payload, { i: first });
+        }
+      });
+      assert.equal(created, 7_333 + 3_000, "every job without key, one per key");
+      assert.equal(results[9_502].job.id, results[5_002].job.id);
+      assert.equal(results[10_001].job.id, results[5_501].job.id);
+      for (const i of [0, 1, 2, 5_002, 9_502, 5_501, 10_001, 11_999]) {
+        const job = results[i].job;
+        assert.deepEqual(await store.getJob(job.id), job, `job ${i} as stored`);
+      }
+      assert.equal(results[1].job.runAt.getTime(), at.getTime());
+      assertWithin(results[2].job.runAt, t0 + 60_000, (await nowMs(store)) + 60_000, "runAt of delayMs");
+      const [stats] = await store.stats();
+      assert.equal(stats.pending + stats.delayed, created, "stats count every new job once");
+      assert.equal(stats.delayed, 2_067, "the new jobs at a fixed time or delayed");
+    });
   });
 
   // ------------------------------------------------------------ 2. idempotency

@@ -84,12 +84,19 @@ export class MemoryStore implements Store {
       }
       const seq = ++this.seq;
       const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
-      const record = newJobRecord(String(seq), input, clone(input.payload), runAt, new Date(now));
+      // The stored copy is private; the caller's record gets its own (with payloadJson, the
+      // payload the caller handed over).
+      const stored = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
+      const record = newJobRecord(String(seq), input, stored, runAt, new Date(now));
       const row: Row = { ...record, seq, leaseToken: 0 };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
       createdQueues.add(row.queue);
-      results.push({ job: this.publicJob(row), created: true });
+      const job =
+        input.payloadJson === undefined
+          ? this.publicJob(row)
+          : newJobRecord(row.id, input, input.payload, new Date(runAt), new Date(now));
+      results.push({ job, created: true });
     }
     for (const queue of createdQueues) this.notify(queue);
     return results;

@@ -10,7 +10,8 @@
  * - finishJobs and extendLeases are one statement per batch (`unnest` of arrays), each outcome
  *   fenced by its lease token: a worker that lost its lease cannot overwrite the job's new life.
  * - Leases, due times and retention use the database clock (`statement_timestamp()`).
- * - Inserts are bulk statements of 5,000 rows; idempotency keys are a unique partial index.
+ * - Inserts are bulk statements of up to 5,000 rows (insert.ts); idempotency keys are a unique
+ *   partial index.
  * - LISTEN/NOTIFY wakes idle workers (notifier.ts); polling remains the safety net.
  * - The pool survives killed connections and server restarts: a broken client is dropped, the
  *   next query opens a new one; a method whose connection died throws (the worker backs off and
@@ -40,6 +41,7 @@ import type {
   TxHandle,
   WorkerInfo,
 } from "../types.js";
+import { insertChunks, insertValues } from "./insert.js";
 import { LATEST_VERSION, MIGRATIONS } from "./migrations.js";
 import { Notifier } from "./notifier.js";
 import * as Q from "./queries.js";
@@ -71,8 +73,6 @@ export interface PostgresStoreOptions {
   onError?: (err: Error) => void;
 }
 
-/** Rows per INSERT statement. 5,000 rows × 8 arrays keeps a statement well under a second. */
-const INSERT_CHUNK = 5_000;
 /** Rows per rescue / prune statement: short statements, few row locks held at once. */
 const RESCUE_BATCH = 1_000;
 const PRUNE_BATCH = 10_000;
@@ -86,6 +86,7 @@ type QueryName = { [K in keyof typeof Q]: (typeof Q)[K] extends string ? K : nev
  */
 const PREPARED = new Set<QueryName>([
   "SELECT_NOW",
+  "INSERT_NEW_JOBS",
   "INSERT_JOBS",
   "SELECT_JOB",
   "CLAIM_JOBS",
@@ -113,11 +114,6 @@ const OUTCOME_KINDS = new Set<OutcomeKind>([
 
 interface Queryable {
   query(config: pg.QueryConfig): Promise<pg.QueryResult>;
-}
-
-interface EncodedJob {
-  input: NewJob;
-  payloadText: string;
 }
 
 /** Thrown inside a transaction to roll it back without an error reaching the caller. */
@@ -390,23 +386,27 @@ export class PostgresStore implements Store {
   async insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
     const client = tx === undefined || tx === null ? null : asClient(tx);
     if (jobs.length === 0) return [];
-    const encoded = jobs.map((input, i) => ({
-      input,
-      payloadText: serialize(input.payload, jobs.length === 1 ? "payload" : `job ${i} payload`),
-    }));
+    const payloads = new Array<string>(jobs.length);
+    for (let i = 0; i < jobs.length; i++) {
+      payloads[i] =
+        jobs[i].payloadJson ?? serialize(jobs[i].payload, jobs.length === 1 ? "payload" : `job ${i} payload`);
+    }
+    const chunks = insertChunks(payloads);
     const wasListening = this.notifier.isListening;
     let results: InsertResult[];
     if (client) {
       // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
-      results = await this.insertOn(client, encoded, false);
+      results = await this.insertOn(client, jobs, payloads, chunks, false);
     } else {
       // Several chunks can still deadlock with another multi-chunk insert of the same keys in
       // another order (each statement is ordered, the transaction is not): Postgres aborts one,
       // which is retried here, as nothing of it was stored.
       results = await retryOnDeadlock(async () =>
-        jobs.length <= INSERT_CHUNK
-          ? this.insertOn(this.pool, encoded, true)
-          : ((await this.transaction((c) => this.insertOn(c, encoded, true))) as InsertResult[]),
+        chunks.length === 1
+          ? this.insertOn(this.pool, jobs, payloads, chunks, true)
+          : ((await this.transaction((c) =>
+              this.insertOn(c, jobs, payloads, chunks, true),
+            )) as InsertResult[]),
       );
     }
     if (!wasListening && this.notifier.size > 0) {
@@ -415,38 +415,57 @@ export class PostgresStore implements Store {
     return results;
   }
 
-  private async insertOn(on: Queryable, jobs: EncodedJob[], prepared: boolean): Promise<InsertResult[]> {
+  private async insertOn(
+    on: Queryable,
+    jobs: NewJob[],
+    payloads: string[],
+    chunks: number[][],
+    prepared: boolean,
+  ): Promise<InsertResult[]> {
     const results: Array<InsertResult | undefined> = new Array(jobs.length);
-    let todo = jobs.map((_, i) => i);
     // A key whose existing job is deleted between our insert and our read (pruned, discarded)
     // is inserted again; a few rounds settle any real race.
-    for (let round = 0; round < 5 && todo.length > 0; round++) {
-      for (let start = 0; start < todo.length; start += INSERT_CHUNK) {
-        const chunk = todo.slice(start, start + INSERT_CHUNK);
-        const values = [
-          chunk.map((i) => jobs[i].input.queue),
-          chunk.map((i) => jobs[i].input.name),
-          chunk.map((i) => jobs[i].payloadText),
-          chunk.map((i) => jobs[i].input.priority),
-          chunk.map((i) => jobs[i].input.maxAttempts),
-          chunk.map((i) => (jobs[i].input.runAt ? new Date(jobs[i].input.runAt as Date) : null)),
-          chunk.map((i) => jobs[i].input.delayMs ?? 0),
-          chunk.map((i) => jobs[i].input.key ?? null),
-        ];
-        const { rows } = await this.run("INSERT_JOBS", values, on, prepared);
-        for (const row of rows) {
-          const i = chunk[Number(row.ord) - 1];
-          results[i] = { job: this.newJobRecord(jobs[i], row), created: true };
+    for (let round = 0; round < 5 && chunks.length > 0; round++) {
+      // Each statement is queued before the previous one's rows are turned into records, so
+      // the connection sends it the moment the previous one completes: the server inserts the
+      // next chunk while this process builds the records of the last one.
+      const send = (chunk: number[]) => {
+        const keyed = chunk.some((i) => jobs[i].key !== undefined && jobs[i].key !== null);
+        const sent = this.run(
+          keyed ? "INSERT_JOBS" : "INSERT_NEW_JOBS",
+          insertValues(jobs, payloads, chunk, keyed),
+          on,
+          prepared,
+        );
+        sent.catch(() => {}); // awaited below, unless an earlier statement failed
+        return { chunk, keyed, sent };
+      };
+      let next = send(chunks[0]);
+      for (let c = 0; c < chunks.length; c++) {
+        const { chunk, keyed, sent } = next;
+        if (c + 1 < chunks.length) next = send(chunks[c + 1]);
+        const { rows } = await sent;
+        const now = Number(rows[0]?.now_ms);
+        if (keyed) {
+          for (const row of rows) {
+            const i = chunk[Number(row.ord) - 1];
+            results[i] = { job: this.newJobRecord(jobs[i], payloads[i], String(row.id), now), created: true };
+          }
+        } else {
+          const ids = (rows[0].ids as string).split(",");
+          for (let r = 0; r < chunk.length; r++) {
+            const i = chunk[r];
+            results[i] = { job: this.newJobRecord(jobs[i], payloads[i], ids[r], now), created: true };
+          }
         }
       }
-      const missing = todo.filter((i) => results[i] === undefined);
-      todo = missing;
+      const missing = chunks.flat().filter((i) => results[i] === undefined);
       if (missing.length === 0) break;
       // Duplicates of (queue, key): read the existing jobs in a new statement (a fresh snapshot
       // sees the concurrent insert that our ON CONFLICT waited for).
       const pairs = new Map<string, { queue: string; key: string }>();
       for (const i of missing) {
-        const { queue, key } = jobs[i].input;
+        const { queue, key } = jobs[i];
         pairs.set(`${queue}\u0000${key}`, { queue, key: key as string });
       }
       const { rows } = await this.run(
@@ -457,22 +476,27 @@ export class PostgresStore implements Store {
       );
       const existing = new Map(rows.map((r: Row) => [`${r.queue}\u0000${r.key}`, toJob(r)]));
       for (const i of missing) {
-        const job = existing.get(`${jobs[i].input.queue}\u0000${jobs[i].input.key}`);
+        const job = existing.get(`${jobs[i].queue}\u0000${jobs[i].key}`);
         if (job) results[i] = { job: i === missing[0] ? job : structuredClone(job), created: false };
       }
-      todo = missing.filter((i) => results[i] === undefined);
+      chunks = insertChunks(
+        payloads,
+        missing.filter((i) => results[i] === undefined),
+      );
     }
-    if (todo.length > 0)
-      throw new Error(`could not insert or find ${todo.length} job(s) with an idempotency key; try again`);
+    // Positions still without a result after the last round (`results` has holes: no reduce).
+    const lost = chunks.flat().filter((i) => results[i] === undefined).length;
+    if (lost > 0)
+      throw new Error(`could not insert or find ${lost} job(s) with an idempotency key; try again`);
     return results as InsertResult[];
   }
 
-  private newJobRecord(encoded: EncodedJob, row: Row): JobRecord {
-    const { input, payloadText } = encoded;
+  private newJobRecord(input: NewJob, payloadText: string, id: string, now: number): JobRecord {
     // The database's run_at is now + delay at microsecond precision; as a Date (ms) it is exactly this.
-    const now = Number(row.now_ms);
     const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
-    return newJobRecord(String(row.id), input, JSON.parse(payloadText), runAt, new Date(now));
+    // With payloadJson, the caller handed its parsed payload over: no need to parse a copy.
+    const payload = input.payloadJson === undefined ? JSON.parse(payloadText) : input.payload;
+    return newJobRecord(id, input, payload, runAt, new Date(now));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {

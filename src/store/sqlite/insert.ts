@@ -7,15 +7,16 @@ import { ValidationError } from "../../errors.js";
 import { newJobRecord } from "../shared.js";
 import type { InsertResult, NewJob } from "../types.js";
 import type { Db, Statements } from "./handle.js";
-import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_ROWS, SELECT_JOB_BY_KEY } from "./queries.js";
+import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_SIZES, SELECT_JOB_BY_KEY } from "./queries.js";
 import { type JobRow, jobFromRow, toJson } from "./rows.js";
 
 /** Columns bound per row by INSERT_JOB_CHUNK. */
 const CHUNK_COLUMNS = 7;
+const LARGEST_CHUNK = INSERT_JOB_CHUNK_SIZES[0];
 
 /**
- * Keyless jobs go in chunks of INSERT_JOB_CHUNK_ROWS per statement (see queries.ts); a keyed
- * job goes alone, `ON CONFLICT DO NOTHING`, and on a conflict the existing job is returned.
+ * Keyless jobs go in chunks of several rows per statement (INSERT_JOB_CHUNK, see queries.ts); a
+ * keyed job goes alone, `ON CONFLICT DO NOTHING`, and on a conflict the existing job is returned.
  * Rows are inserted in input order, so ids grow in input order.
  */
 export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): InsertResult[] {
@@ -24,21 +25,24 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
   const results: InsertResult[] = new Array(jobs.length);
   const payloads: string[] = new Array(jobs.length);
   const runAts: number[] = new Array(jobs.length);
-  const params: unknown[] = new Array(INSERT_JOB_CHUNK_ROWS * CHUNK_COLUMNS);
-  /** Indexes of keyless jobs not inserted yet (fewer than a chunk). */
-  let waiting: number[] = [];
+  /** One parameter array per chunk size, reused. */
+  const params = new Map<number, unknown[]>();
+  /** Indexes of keyless jobs not inserted yet (fewer than the largest chunk). */
+  const waiting: number[] = [];
 
   const created = (i: number, id: number, key: string | null): void => {
     const input = jobs[i];
     results[i] = {
       created: true,
-      // The payload as getJob will read it back; the key as stored (an empty key is no key).
+      // The payload as getJob will read it back (what the caller handed over with payloadJson);
+      // the key as stored (an empty key is no key).
       job: newJobRecord(
         String(id),
-        { ...input, key },
-        JSON.parse(payloads[i]),
+        input,
+        input.payloadJson === undefined ? JSON.parse(payloads[i]) : input.payload,
         new Date(runAts[i]),
         new Date(now),
+        key,
       ),
     };
   };
@@ -52,42 +56,55 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
     return info.changes === 1;
   };
 
-  const insertChunk = (): void => {
-    for (let r = 0; r < INSERT_JOB_CHUNK_ROWS; r++) {
-      const i = waiting[r];
+  /** Inserts waiting[from .. from + rows) in one statement. */
+  const insertChunk = (from: number, rows: number): void => {
+    let values = params.get(rows);
+    if (!values) {
+      values = new Array(rows * CHUNK_COLUMNS);
+      params.set(rows, values);
+    }
+    for (let r = 0; r < rows; r++) {
+      const i = waiting[from + r];
       const input = jobs[i];
       const p = r * CHUNK_COLUMNS;
-      params[p] = input.queue;
-      params[p + 1] = input.name;
-      params[p + 2] = input.priority;
-      params[p + 3] = input.maxAttempts;
-      params[p + 4] = runAts[i];
-      params[p + 5] = payloads[i];
-      params[p + 6] = now;
+      values[p] = input.queue;
+      values[p + 1] = input.name;
+      values[p + 2] = input.priority;
+      values[p + 3] = input.maxAttempts;
+      values[p + 4] = runAts[i];
+      values[p + 5] = payloads[i];
+      values[p + 6] = now;
     }
-    const info = statements.get(db, INSERT_JOB_CHUNK).run(params);
+    const info = statements.get(db, INSERT_JOB_CHUNK[rows]).run(values);
     // The write lock is held: AUTOINCREMENT gave the rows consecutive ids ending at lastInsertRowid.
-    const first = Number(info.lastInsertRowid) - INSERT_JOB_CHUNK_ROWS + 1;
-    for (let r = 0; r < INSERT_JOB_CHUNK_ROWS; r++) created(waiting[r], first + r, null);
-    waiting = [];
+    const first = Number(info.lastInsertRowid) - rows + 1;
+    for (let r = 0; r < rows; r++) created(waiting[from + r], first + r, null);
   };
 
+  /** Inserts every waiting job, in order: as many of the largest chunks as fit, then smaller ones. */
   const insertWaiting = (): void => {
-    for (const i of waiting) insertOne(i, null);
-    waiting = [];
+    let from = 0;
+    for (const rows of INSERT_JOB_CHUNK_SIZES) {
+      for (; waiting.length - from >= rows; from += rows) insertChunk(from, rows);
+    }
+    for (; from < waiting.length; from++) insertOne(waiting[from], null);
+    waiting.length = 0;
   };
 
   for (let i = 0; i < jobs.length; i++) {
     const input = jobs[i];
-    payloads[i] = toJson(input.payload);
+    payloads[i] = input.payloadJson ?? toJson(input.payload);
     // The memory store's arithmetic: a Date truncates fractional milliseconds.
-    runAts[i] = (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime();
+    runAts[i] =
+      input.runAt || input.delayMs
+        ? (input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0))).getTime()
+        : now;
     if (!Number.isFinite(runAts[i])) throw new ValidationError(`job "${input.name}": invalid runAt`);
     // An empty key is no key: a unique index cannot tell "" from "no key".
     const key = input.key ? input.key : null;
     if (key === null) {
       waiting.push(i);
-      if (waiting.length === INSERT_JOB_CHUNK_ROWS) insertChunk();
+      if (waiting.length === LARGEST_CHUNK) insertWaiting();
       continue;
     }
     insertWaiting(); // keeps ids in input order

@@ -277,7 +277,7 @@ export class SqliteStore implements Store {
    * Database): the inserts run on that handle, synchronously before this returns its promise,
    * so that `db.transaction(() => { ...; errand.enqueue(..., { tx: db }) })()` gets the job
    * inside its transaction; if the handle has no transaction open, the batch gets its own.
-   * Rows go in chunks of a hundred per statement (insert.ts; bench/sqlite-store.ts measures).
+   * Keyless rows go up to 500 per statement (insert.ts; bench/sqlite-store.ts measures).
    */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
     if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
