@@ -240,7 +240,13 @@ for (const target of targets) {
             slot >= startedAt - 2_000 && slot <= now + 1_000,
             `slot ${job.key} lies within the run on the database clock`,
           );
-          assert.equal(job.runAt.getTime(), slot, "a slot's job is due at its slot");
+          // An attempt that sent it back to pending (a killed worker's lease rescued, a release
+          // at shutdown) moves run_at on; otherwise the job is due exactly at its slot.
+          if (job.attempts.some((a) => a.outcome === "lost" || a.outcome === "interrupted")) {
+            assert.ok(job.runAt.getTime() >= slot, `slot ${job.key}: requeued no earlier than its slot`);
+          } else {
+            assert.equal(job.runAt.getTime(), slot, "a slot's job is due at its slot");
+          }
         }
         assert.equal(new Set(slots.map((s) => s.slot)).size, slots.length, "each slot fired once");
         await stopAll(procs);
