@@ -12,9 +12,12 @@ import fs from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { type TestContext, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
+import { z } from "zod";
+import { createLogger, defineJob, openErrand } from "../src/index.js";
 import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../src/store/sqlite/index.js";
 import { watchCommits } from "../src/store/sqlite/watch.js";
 import type { NewJob } from "../src/store/types.js";
@@ -391,6 +394,29 @@ test("when the watch fails later, it is closed, the store says so and the poll c
   const woken = w.next();
   commitOn(other);
   assert.equal(await within(woken, WAIT_MS, "a wake-up from the poll"), null);
+});
+
+test("openErrand logs a warning when the watch cannot be set up, and its worker still starts", async (t) => {
+  spyOnWatch(t, { throws: errno("ENOSPC", "System limit for number of file watchers reached") });
+  const lines: string[] = [];
+  const logger = createLogger({
+    pretty: false,
+    destination: new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  });
+  const noop = defineJob({ name: "noop", queue: "q", schema: z.object({}), run: () => {} });
+  const errand = await openErrand({ url: await tempPath(t), logger, jobs: [noop] });
+  t.after(() => errand.close());
+  const worker = errand.work({ q: { concurrency: 1 } });
+  t.after(() => worker.stop());
+  const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 40);
+  assert.equal(warnings.length, 1, lines.join(""));
+  assert.match(warnings[0].msg, /cannot watch the SQLite database's directory/);
+  assert.equal(warnings[0].err.code, "ENOSPC");
 });
 
 // ── child processes ────────────────────────────────────────────────────────────────────────
