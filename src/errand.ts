@@ -484,11 +484,13 @@ function parseInstant(value: Date | string, what: string): Date {
 /** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */
 export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
   const ownsStore = !options.store;
+  const logger = options.logger ?? createLogger();
   const store =
     options.store ??
     (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, {
       schema: options.schema,
       db: options.db,
+      logger,
     }));
   try {
     if (options.migrate !== false) await store.migrate();
@@ -496,6 +498,6 @@ export async function openErrand(options: OpenErrandOptions = {}): Promise<Erran
     if (ownsStore) await store.close().catch(() => {});
     throw err;
   }
-  const errand = new Errand(store, { ...options, ownsStore });
+  const errand = new Errand(store, { ...options, logger, ownsStore });
   return errand;
 }

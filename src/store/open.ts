@@ -1,4 +1,5 @@
 import { ValidationError } from "../errors.js";
+import type { Logger } from "../logger.js";
 import { MemoryStore } from "./memory/index.js";
 import type { Store } from "./types.js";
 
@@ -9,6 +10,17 @@ export interface OpenStoreOptions {
   schema?: string;
   /** An application's own better-sqlite3 Database to share. */
   db?: unknown;
+  /** Where a store reports trouble it works around (SQLite: a directory it cannot watch). */
+  logger?: Logger;
+}
+
+/** SQLite: the watch for other processes' commits failed; the store polls instead. */
+function sqliteWatchWarning(logger: Logger | undefined) {
+  return (err: Error) =>
+    logger?.warn(
+      { err },
+      "cannot watch the SQLite database's directory for other processes' commits; polling every 50 ms instead",
+    );
 }
 
 /** Where a URL points: `memory:`, `postgres://…`, `sqlite:<path>` / `file:<path>` / a plain path. */
@@ -39,13 +51,13 @@ export async function openStore(url: string = DEFAULT_URL, options: OpenStoreOpt
   let store: Store;
   if (options.db) {
     const { openSqliteStore } = await import("./sqlite/index.js");
-    store = openSqliteStore({ db: options.db as never });
+    store = openSqliteStore({ db: options.db as never, onWatchError: sqliteWatchWarning(options.logger) });
   } else {
     const target = parseStoreUrl(url);
     if (target.kind === "memory") store = new MemoryStore();
     else if (target.kind === "sqlite") {
       const { openSqliteStore } = await import("./sqlite/index.js");
-      store = openSqliteStore({ path: target.path });
+      store = openSqliteStore({ path: target.path, onWatchError: sqliteWatchWarning(options.logger) });
     } else {
       const { openPostgresStore } = await import("./postgres/index.js");
       store = openPostgresStore({ url: target.url, schema: options.schema });

@@ -36,6 +36,9 @@ export const SELECT_NOW = `SELECT ${NOW} AS now`;
 /** Changes whenever another connection (any process) commits to the database file. */
 export const DATA_VERSION = "PRAGMA data_version";
 
+/** The database's file as SQLite opened it (full path, symlinks resolved); '' in memory. */
+export const MAIN_FILE = "SELECT file FROM pragma_database_list WHERE name = 'main'";
+
 // ── migrations ─────────────────────────────────────────────────────────────────────────────
 
 export const MIGRATION_VERSION = "SELECT coalesce(max(version), 0) AS version FROM errand_migrations";

@@ -58,6 +58,7 @@ import {
   type WorkerRow,
   workerFromRow,
 } from "./rows.js";
+import { type CommitWatch, watchCommits } from "./watch.js";
 
 export interface SqliteStoreOptions {
   /** Database file; default `./errand.db`. `:memory:` works for a single connection. */
@@ -66,9 +67,30 @@ export interface SqliteStoreOptions {
   db?: Db;
   /** busy_timeout set on a handle errand opens; default 5000 ms. */
   busyTimeoutMs?: number;
-  /** How often `PRAGMA data_version` is polled while someone listens for new jobs; default 50 ms. */
+  /**
+   * Learn of other processes' commits as they happen by watching the database's directory
+   * (fs.watch; watch.ts); default true. Without it, only the poll sees them.
+   */
+  watch?: boolean;
+  /**
+   * How often `PRAGMA data_version` is polled while someone listens for new jobs: the safety
+   * net behind the watch (default 250 ms), or the only way to see other processes' commits
+   * when there is no watch (`watch: false`, an in-memory database, or a watch that failed;
+   * default 50 ms).
+   */
   pollIntervalMs?: number;
+  /**
+   * Called when the database's directory cannot be watched, or the watch fails later
+   * (inotify's watches spent — ENOSPC —, the directory removed, …): the poll takes over at
+   * its no-watch interval. Never throws into the store.
+   */
+  onWatchError?: (err: Error) => void;
 }
+
+/** The poll behind a working watch: it only catches what the watch missed. */
+const SAFETY_POLL_MS = 250;
+/** The poll without a watch: half of it is the average wait for another process's job. */
+const FALLBACK_POLL_MS = 50;
 
 /** Opens (or shares) a database; call `migrate()` before use. */
 export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
@@ -114,10 +136,13 @@ export class SqliteStore implements Store {
   /** The connection errand uses: its own, or the application's shared handle. */
   readonly db: Db;
   private readonly ownsDb: boolean;
-  private readonly pollIntervalMs: number;
+  private readonly pollIntervalMs: number | undefined;
+  private readonly watchFiles: boolean;
+  private readonly onWatchError: ((err: Error) => void) | undefined;
   private readonly statements = new Statements();
   private readonly listeners = new Set<(queue: string | null) => void>();
   private pollTimer: NodeJS.Timeout | null = null;
+  private commitWatch: CommitWatch | null = null;
   private dataVersion: unknown = null;
   private closed = false;
   /** Held by completeInTransaction while its transaction spans an await (gate.ts). */
@@ -154,7 +179,9 @@ export class SqliteStore implements Store {
       this.db.pragma(Q.PRAGMA_WAL);
       this.db.pragma(Q.PRAGMA_SYNCHRONOUS_NORMAL);
     }
-    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.pollIntervalMs = options.pollIntervalMs;
+    this.watchFiles = options.watch ?? true;
+    this.onWatchError = options.onWatchError;
 
     this.claimTx = this.db.transaction((queue: string, limit: number, worker: string, leaseMs: number) => {
       const now = this.nowMs();
@@ -261,7 +288,7 @@ export class SqliteStore implements Store {
     while (this.gate.held) await this.gate.released;
     if (this.closed) return;
     this.closed = true;
-    this.stopPolling();
+    this.stopWatching();
     this.listeners.clear();
     if (this.ownsDb && this.db.open) this.db.close();
   }
@@ -314,44 +341,92 @@ export class SqliteStore implements Store {
 
   /**
    * In-process: called after an insert, retry or rescue that makes pending work. Across
-   * processes: while anyone listens, `PRAGMA data_version` is polled on this connection (an
-   * unref'd timer) and a change — another connection committed — calls listeners with null.
+   * processes, while anyone listens: a change of `PRAGMA data_version` on this connection —
+   * another connection committed — calls listeners with null. It is looked at after every
+   * event of a watch on the database's files (watch.ts), and by a poll (an unref'd timer):
+   * every 250 ms behind the watch, every 50 ms without one.
    */
   onJobsAvailable(listener: (queue: string | null) => void): () => void {
     this.listeners.add(listener);
-    this.startPolling();
+    this.startWatching();
     return () => {
-      if (this.listeners.delete(listener) && this.listeners.size === 0) this.stopPolling();
+      if (this.listeners.delete(listener) && this.listeners.size === 0) this.stopWatching();
     };
   }
 
-  private startPolling(): void {
+  private startWatching(): void {
     if (this.pollTimer !== null || this.closed) return;
+    let file: string;
     try {
       this.dataVersion = this.q(Q.DATA_VERSION).pluck().get();
+      file = this.watchFiles ? this.mainFile() : "";
     } catch {
       return; // the shared handle is closed: nothing to watch
     }
-    this.pollTimer = setInterval(() => this.poll(), this.pollIntervalMs);
+    if (file !== "") {
+      try {
+        this.commitWatch = watchCommits(
+          file,
+          () => this.checkDataVersion(),
+          (err) => this.watchFailed(err),
+        );
+      } catch (err) {
+        this.reportWatchError(err);
+      }
+    }
+    this.startPoll();
+  }
+
+  /** The database file, '' for an in-memory or temporary database (nothing to watch). */
+  private mainFile(): string {
+    const file = this.q(Q.MAIN_FILE).pluck().get();
+    return typeof file === "string" ? file : "";
+  }
+
+  private startPoll(): void {
+    if (this.pollTimer !== null) clearInterval(this.pollTimer);
+    const ms = this.pollIntervalMs ?? (this.commitWatch !== null ? SAFETY_POLL_MS : FALLBACK_POLL_MS);
+    this.pollTimer = setInterval(() => this.checkDataVersion(), ms);
     this.pollTimer.unref();
   }
 
-  private stopPolling(): void {
+  /** The watch failed after it started (watch.ts closed it): the poll speeds up in its place. */
+  private watchFailed(err: Error): void {
+    this.commitWatch = null;
+    this.reportWatchError(err);
+    if (this.pollTimer !== null) this.startPoll();
+  }
+
+  private reportWatchError(err: unknown): void {
+    try {
+      this.onWatchError?.(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // a throwing callback must not break the fallback
+    }
+  }
+
+  private stopWatching(): void {
+    this.commitWatch?.close();
+    this.commitWatch = null;
     if (this.pollTimer !== null) clearInterval(this.pollTimer);
     this.pollTimer = null;
   }
 
-  private poll(): void {
+  /** Calls listeners with null if another connection committed since the last look. */
+  private checkDataVersion(): boolean {
     let version: unknown;
     try {
       version = this.q(Q.DATA_VERSION).pluck().get();
     } catch {
-      this.stopPolling(); // the application closed the handle it shared
-      return;
+      // The application closed the handle it shared: stop. Anything else (SQLITE_BUSY in
+      // rollback-journal mode while another connection commits): the next look will tell.
+      if (!this.db.open) this.stopWatching();
+      return false;
     }
-    if (version === this.dataVersion) return;
+    if (version === this.dataVersion) return false;
     this.dataVersion = version;
     for (const listener of this.listeners) queueMicrotask(() => listener(null));
+    return true;
   }
 
   // ── reading ──────────────────────────────────────────────────────────────────────────────
