@@ -291,6 +291,26 @@ test("a check that finds nothing new is repeated shortly (the writer may not hav
   assert.equal(checks, 2, "no more looks once one saw the commit");
 });
 
+test("a check that throws counts as nothing new: no crash, and a follow-up looks again", async (t) => {
+  const { file } = await watchedDir(t);
+  let checks = 0;
+  let seen: () => void = () => {};
+  const watch = watchCommits(
+    file,
+    () => {
+      checks++;
+      if (checks < 2) throw new Error("SQLITE_BUSY");
+      seen();
+      return true;
+    },
+    (err) => assert.fail(err),
+  );
+  t.after(() => watch.close());
+  const woken = new Promise<void>((r) => (seen = r));
+  fs.appendFileSync(`${file}-wal`, "frame");
+  await within(woken, WAIT_MS, "a look after the one that threw");
+});
+
 // ── lifecycle ──────────────────────────────────────────────────────────────────────────────
 
 test("the watch exists only while someone listens: one for many listeners, closed with the last", async (t) => {

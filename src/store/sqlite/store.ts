@@ -11,6 +11,8 @@
  *   busy_timeout), so a read-then-write never fails with SQLITE_BUSY_SNAPSHOT in WAL mode.
  *   SQLITE_BUSY after the timeout is thrown to the caller (the worker retries), never swallowed.
  * - The clock is SQLite's (queries.ts `NOW`), never `Date.now()`.
+ * - Other processes' commits wake listeners through a watch on the database's directory
+ *   (watch.ts), with a `PRAGMA data_version` poll as the safety net (`onJobsAvailable`).
  * - A shared application handle (`openSqliteStore({ db })`): errand never closes it and never
  *   changes its pragmas. If the application holds a transaction open on it, worker operations
  *   (claim, finish, extend, rescue, completeInTransaction) do not run inside it — their writes

@@ -35,10 +35,10 @@ export interface CommitWatch {
 
 /**
  * Watches the directory of `file` (a database's full path, as SQLite names it) and calls
- * `check` — which returns whether it saw another connection's commit — after events on the
- * database's files. Throws what fs.watch throws when the directory cannot be watched (ENOENT,
- * ENOSPC when inotify's watches are spent, …); `onError` gets a later failure of the watch,
- * which is then closed.
+ * `check` after events on the database's files. `check` returns whether it saw another
+ * connection's commit (throwing counts as nothing new) and may close the watch. Throws what
+ * fs.watch throws when the directory cannot be watched (ENOENT, ENOSPC when inotify's watches
+ * are spent, …); `onError` gets a later failure of the watch, which is then closed.
  */
 export function watchCommits(file: string, check: () => boolean, onError: (err: Error) => void): CommitWatch {
   const name = basename(file);
@@ -57,7 +57,14 @@ export function watchCommits(file: string, check: () => boolean, onError: (err: 
   /** Checks; on nothing new, arms the next follow-up (a sooner one replaces a later one). */
   const ring = (stage: number): void => {
     if (closed) return;
-    if (check()) {
+    let changed = false;
+    try {
+      changed = check();
+    } catch {
+      // like nothing new: the follow-ups and the poll look again
+    }
+    if (closed) return; // check() may have ended the watch
+    if (changed) {
       cancelFollowUp();
       return;
     }
