@@ -7,46 +7,17 @@
 import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type TestContext, test } from "node:test";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { z } from "zod";
 import { openErrand } from "../src/errand.js";
 import { ValidationError } from "../src/errors.js";
 import { defineJob } from "../src/job.js";
-import { openSqliteStore, type SqliteStoreOptions } from "../src/store/sqlite/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { LATEST_VERSION, MIGRATIONS } from "../src/store/sqlite/migrations.js";
 import type { NewJob } from "../src/store/types.js";
-
-const root = fileURLToPath(new URL("..", import.meta.url));
-const storeModule = pathToFileURL(join(root, "src/store/sqlite/index.ts")).href;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function tempPath(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "errand-sqlite-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return join(dir, "errand.db");
-}
-
-/** A migrated store on a fresh file, closed after the test. */
-async function fresh(t: TestContext, options: Omit<SqliteStoreOptions, "path" | "db"> = {}) {
-  const path = await tempPath(t);
-  const store = openSqliteStore({ path, ...options });
-  t.after(() => store.close());
-  await store.migrate();
-  return { path, store };
-}
-
-/** An application's own handle on `path`, closed after the test. */
-function appDb(t: TestContext, path: string): Database.Database {
-  const db = new Database(path);
-  db.pragma("busy_timeout = 5000");
-  t.after(() => db.close());
-  return db;
-}
+import { connection, fresh, ROOT, STORE_MODULE, tempPath } from "./helpers/sqlite.js";
+import { sleep, within } from "./helpers/wait.js";
 
 const job = (over: Partial<NewJob> = {}): NewJob => ({
   queue: "q",
@@ -59,18 +30,6 @@ const job = (over: Partial<NewJob> = {}): NewJob => ({
 
 const count = (db: Database.Database, sql: string) => (db.prepare(sql).pluck().get() as number) ?? 0;
 
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 // ── child processes ──────────────────────────────────────────────────────────────────────
 
 /**
@@ -80,7 +39,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
  */
 async function children<R>(n: number, body: string, env: Record<string, string>): Promise<R[]> {
   const code = `
-    const { openSqliteStore } = await import(${JSON.stringify(storeModule)});
+    const { openSqliteStore } = await import(${JSON.stringify(STORE_MODULE)});
     const env = process.env;
     const go = () => new Promise((resolve) => process.stdin.once("data", resolve));
     process.stdout.write("ready\\n");
@@ -92,7 +51,7 @@ async function children<R>(n: number, body: string, env: Record<string, string>)
   const ready: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
-      cwd: root,
+      cwd: ROOT,
       env: { ...process.env, ...env, CHILD_INDEX: String(i) },
     });
     procs.push(child);
@@ -139,7 +98,7 @@ test("migrate is idempotent and records each version once", async (t) => {
   await again.migrate();
   await again.close();
 
-  const db = appDb(t, path);
+  const db = connection(t, path);
   const versions = db.prepare("SELECT version FROM errand_migrations ORDER BY version").pluck().all();
   assert.deepEqual(
     versions,
@@ -182,7 +141,7 @@ test("several processes migrating one new file at once all succeed, and the sche
   );
   const expected = MIGRATIONS.map((m) => m.version);
   for (const r of results) assert.deepEqual(r.versions, expected);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   assert.equal(count(db, "SELECT count(*) FROM errand_migrations"), MIGRATIONS.length);
   assert.equal(count(db, "SELECT count(*) FROM errand_jobs"), 4);
 });
@@ -230,7 +189,7 @@ test("a key enqueued concurrently by several processes creates one job", async (
   );
   for (const r of results)
     assert.deepEqual(r.ids, results[0].ids, "every process got the same job for each key");
-  const db = appDb(t, path);
+  const db = connection(t, path);
   assert.equal(count(db, "SELECT count(*) FROM errand_jobs"), keys);
 });
 
@@ -242,7 +201,7 @@ function withUsers(db: Database.Database): void {
 
 test("enqueue with tx joins the application's synchronous db.transaction (shared handle)", async (t) => {
   const path = await tempPath(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   withUsers(db);
   const store = openSqliteStore({ db });
   t.after(() => store.close());
@@ -274,7 +233,7 @@ test("enqueue with tx joins the application's synchronous db.transaction (shared
 
 test("enqueue with tx joins a transaction begun by hand, across awaits", async (t) => {
   const path = await tempPath(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   const store = openSqliteStore({ db });
   t.after(() => store.close());
   await store.migrate();
@@ -293,7 +252,7 @@ test("enqueue with tx joins a transaction begun by hand, across awaits", async (
 
 test("enqueue with tx on the application's own second connection", async (t) => {
   const { path, store } = await fresh(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   withUsers(db);
 
   let pending: Promise<unknown> = Promise.resolve();
@@ -322,7 +281,7 @@ test("enqueue with tx on the application's own second connection", async (t) => 
 
 test("errand.enqueue(..., { tx: db }) inside db.transaction through the facade", async (t) => {
   const path = await tempPath(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   withUsers(db);
   const welcome = defineJob({ name: "welcome", schema: z.object({ email: z.string() }), run: () => {} });
   const errand = await openErrand({ db });
@@ -362,7 +321,7 @@ test("a tx that is not a better-sqlite3 Database is a ValidationError naming the
 
 test("closing a store that shares the application's handle leaves the handle open", async (t) => {
   const path = await tempPath(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   const store = openSqliteStore({ db });
   await store.migrate();
   await store.close();
@@ -373,7 +332,7 @@ test("closing a store that shares the application's handle leaves the handle ope
 
 test("worker operations never run inside the application's open transaction", async (t) => {
   const path = await tempPath(t);
-  const db = appDb(t, path);
+  const db = connection(t, path);
   const store = openSqliteStore({ db });
   t.after(() => store.close());
   await store.migrate();
@@ -598,7 +557,7 @@ test("leases and delays follow SQLite's clock, not a faked Date.now", async (t) 
 test("SQLITE_BUSY past busy_timeout is thrown, not swallowed", async (t) => {
   const { path, store } = await fresh(t, { busyTimeoutMs: 20 });
   await store.insertJobs([job()]);
-  const other = appDb(t, path);
+  const other = connection(t, path);
   other.exec("BEGIN IMMEDIATE");
   await assert.rejects(store.claimJobs({ queue: "q", limit: 1, workerId: "w", leaseMs: 1000 }), {
     code: "SQLITE_BUSY",

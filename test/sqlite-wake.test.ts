@@ -9,47 +9,21 @@
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import fs from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
 import { type TestContext, test } from "node:test";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import { createLogger, defineJob, openErrand } from "../src/index.js";
-import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../src/store/sqlite/index.js";
+import { openSqliteStore, type SqliteStore } from "../src/store/sqlite/index.js";
 import { watchCommits } from "../src/store/sqlite/watch.js";
 import type { NewJob } from "../src/store/types.js";
-import { sleep } from "./helpers/wait.js";
+import { connection, fresh, ROOT, STORE_MODULE, tempPath } from "./helpers/sqlite.js";
+import { sleep, within } from "./helpers/wait.js";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const storeModule = pathToFileURL(join(root, "src/store/sqlite/index.ts")).href;
 /** Long enough that a wake-up seen within WAIT_MS cannot have come from the poll. */
 const NO_POLL = { pollIntervalMs: 60_000 };
 const WAIT_MS = 5_000;
-
-async function tempPath(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "errand-sqlite-wake-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return join(dir, "errand.db");
-}
-
-async function fresh(t: TestContext, options: Omit<SqliteStoreOptions, "path" | "db"> = {}) {
-  const path = await tempPath(t);
-  const store = openSqliteStore({ path, ...options });
-  t.after(() => store.close());
-  await store.migrate();
-  return { path, store };
-}
-
-/** A plain second connection on `path`: its commits move the store's data_version. */
-function otherConnection(t: TestContext, path: string): Database.Database {
-  const db = new Database(path);
-  db.pragma("busy_timeout = 5000");
-  t.after(() => db.close());
-  return db;
-}
 
 let commits = 0;
 /** One commit on `db` (a row in errand's ledger, which nothing in these tests reads). */
@@ -67,18 +41,6 @@ const job = (over: Partial<NewJob> = {}): NewJob => ({
   maxAttempts: 3,
   ...over,
 });
-
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Subscribes to `store` and hands out one promise per expected wake-up. */
 function wakes(t: TestContext, store: SqliteStore) {
@@ -131,7 +93,7 @@ function errno(code: string, message: string): NodeJS.ErrnoException {
 
 test("another connection's commit wakes a listener through the watch, not the poll", async (t) => {
   const { path, store } = await fresh(t, NO_POLL);
-  const other = otherConnection(t, path);
+  const other = connection(t, path);
   const w = wakes(t, store);
   for (let i = 0; i < 5; i++) {
     const woken = w.next();
@@ -187,7 +149,7 @@ test("a commit in rollback-journal mode (no WAL) wakes a listener through the wa
   t.after(() => store.close());
   await store.migrate();
   assert.equal(app.pragma("journal_mode", { simple: true }), "delete");
-  const other = otherConnection(t, path);
+  const other = connection(t, path);
   const w = wakes(t, store);
   const woken = w.next();
   commitOn(other);
@@ -210,9 +172,31 @@ test("the store's own commits wake listeners once, in-process, with their queue"
 
 /** A directory with a would-be database `x.db` in it; the files are plain files here. */
 async function watchedDir(t: TestContext): Promise<{ dir: string; file: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "errand-sqlite-watch-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return { dir, file: join(dir, "x.db") };
+  const file = await tempPath(t, "errand-sqlite-watch-");
+  return { dir: dirname(file), file };
+}
+
+/**
+ * watchCommits on `file` with a check that answers `answer(n)` for its n-th call (1-based; it
+ * may throw) and counts its calls. `commitSeen()` resolves at the next call that answers true.
+ */
+function countedWatch(t: TestContext, file: string, answer: (n: number) => boolean = () => true) {
+  let checks = 0;
+  let seen: (() => void) | null = null;
+  const watch = watchCommits(
+    file,
+    () => {
+      const changed = answer(++checks);
+      if (changed) seen?.();
+      return changed;
+    },
+    (err) => assert.fail(err),
+  );
+  t.after(() => watch.close());
+  return {
+    checks: () => checks,
+    commitSeen: () => new Promise<void>((resolve) => (seen = resolve)),
+  };
 }
 
 test("a burst of file events is looked at once per event-loop turn, not once per event", async (t) => {
@@ -220,19 +204,8 @@ test("a burst of file events is looked at once per event-loop turn, not once per
   let events = 0;
   const counter = fs.watch(dir, { persistent: false }, () => events++);
   t.after(() => counter.close());
-  let checks = 0;
-  let checked: () => void = () => {};
-  const watch = watchCommits(
-    file,
-    () => {
-      checks++;
-      checked();
-      return true;
-    },
-    (err) => assert.fail(err),
-  );
-  t.after(() => watch.close());
-  const first = new Promise<void>((r) => (checked = r));
+  const watch = countedWatch(t, file);
+  const first = watch.commitSeen();
   // Alternating names, so the kernel cannot merge consecutive identical events: 400 events.
   for (let i = 0; i < 200; i++) {
     fs.appendFileSync(`${file}-wal`, "frame");
@@ -241,72 +214,40 @@ test("a burst of file events is looked at once per event-loop turn, not once per
   await within(first, WAIT_MS, "the first check");
   await sleep(300); // room for any further checks to run
   assert.ok(events > 50, `the burst raised only ${events} events: this test proves nothing`);
-  assert.ok(checks < 5, `${events} events in one turn were looked at ${checks} times`);
+  assert.ok(watch.checks() < 5, `${events} events in one turn were looked at ${watch.checks()} times`);
 });
 
 test("events on other files in the directory are not looked at", async (t) => {
   const { dir, file } = await watchedDir(t);
-  let checks = 0;
-  let checked: () => void = () => {};
-  const watch = watchCommits(
-    file,
-    () => {
-      checks++;
-      checked();
-      return true;
-    },
-    (err) => assert.fail(err),
-  );
-  t.after(() => watch.close());
+  const watch = countedWatch(t, file);
   for (let i = 0; i < 20; i++) fs.appendFileSync(join(dir, "app.log"), "line\n");
-  fs.appendFileSync(join(dir, "x.db-shm"), "mapped");
+  fs.appendFileSync(`${file}-shm`, "mapped");
   await sleep(100); // their events are delivered in turns of their own
-  const woken = new Promise<void>((r) => (checked = r));
+  const woken = watch.commitSeen();
   fs.appendFileSync(`${file}-journal`, "page"); // a real one, after the others
   await within(woken, WAIT_MS, "the check for the journal");
-  assert.equal(checks, 1);
+  assert.equal(watch.checks(), 1);
 });
 
 test("a check that finds nothing new is repeated shortly (the writer may not have published yet)", async (t) => {
   const { file } = await watchedDir(t);
   // The first look finds nothing (as when the WAL frames are written but the shared-memory
   // index not yet updated); only a later look, with no further event, can see the commit.
-  let checks = 0;
-  let seen: () => void = () => {};
-  const watch = watchCommits(
-    file,
-    () => {
-      checks++;
-      if (checks < 2) return false;
-      seen();
-      return true;
-    },
-    (err) => assert.fail(err),
-  );
-  t.after(() => watch.close());
-  const woken = new Promise<void>((r) => (seen = r));
+  const watch = countedWatch(t, file, (n) => n >= 2);
+  const woken = watch.commitSeen();
   fs.appendFileSync(`${file}-wal`, "frame");
   await within(woken, WAIT_MS, "a second look without a second event");
   await sleep(300);
-  assert.equal(checks, 2, "no more looks once one saw the commit");
+  assert.equal(watch.checks(), 2, "no more looks once one saw the commit");
 });
 
 test("a check that throws counts as nothing new: no crash, and a follow-up looks again", async (t) => {
   const { file } = await watchedDir(t);
-  let checks = 0;
-  let seen: () => void = () => {};
-  const watch = watchCommits(
-    file,
-    () => {
-      checks++;
-      if (checks < 2) throw new Error("SQLITE_BUSY");
-      seen();
-      return true;
-    },
-    (err) => assert.fail(err),
-  );
-  t.after(() => watch.close());
-  const woken = new Promise<void>((r) => (seen = r));
+  const watch = countedWatch(t, file, (n) => {
+    if (n < 2) throw new Error("SQLITE_BUSY");
+    return true;
+  });
+  const woken = watch.commitSeen();
   fs.appendFileSync(`${file}-wal`, "frame");
   await within(woken, WAIT_MS, "a look after the one that threw");
 });
@@ -390,7 +331,7 @@ test("when the directory cannot be watched, the store says so and the poll carri
   spyOnWatch(t, { throws: errno("ENOSPC", "System limit for number of file watchers reached") });
   const errors: Error[] = [];
   const { path, store } = await fresh(t, { onWatchError: (err) => errors.push(err) });
-  const other = otherConnection(t, path);
+  const other = connection(t, path);
   const w = wakes(t, store);
   assert.deepEqual(
     errors.map((e) => (e as NodeJS.ErrnoException).code),
@@ -406,7 +347,7 @@ test("when the watch fails later, it is closed, the store says so and the poll c
   let reported: (err: Error) => void = () => {};
   const error = new Promise<Error>((r) => (reported = r));
   const { path, store } = await fresh(t, { onWatchError: (err) => reported(err) });
-  const other = otherConnection(t, path);
+  const other = connection(t, path);
   const w = wakes(t, store);
   const err = await within(error, WAIT_MS, "the watch's error to be reported");
   assert.equal((err as NodeJS.ErrnoException).code, "EIO");
@@ -447,13 +388,13 @@ test("openErrand logs a warning when the watch cannot be set up, and its worker 
  */
 function spawnChild(t: TestContext, body: string, env: Record<string, string>) {
   const code = `
-    const { openSqliteStore } = await import(${JSON.stringify(storeModule)});
+    const { openSqliteStore } = await import(${JSON.stringify(STORE_MODULE)});
     ${body}
   `;
   const proc: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
     ["--import", "tsx", "--input-type=module", "-e", code],
-    { cwd: root, env: { ...process.env, ...env } },
+    { cwd: ROOT, env: { ...process.env, ...env } },
   );
   t.after(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill();

@@ -1,0 +1,36 @@
+/** SQLite store tests: fresh database files under os.tmpdir(), removed after each test. */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import Database from "better-sqlite3";
+import { openSqliteStore, type SqliteStoreOptions } from "../../src/store/sqlite/index.js";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The SQLite store's module, for child processes to import. */
+export const STORE_MODULE = pathToFileURL(join(ROOT, "src/store/sqlite/index.ts")).href;
+
+/** A database path in a fresh temp folder, removed after the test. */
+export async function tempPath(t: TestContext, prefix = "errand-sqlite-"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, "errand.db");
+}
+
+/** A migrated store on a fresh file, closed after the test. */
+export async function fresh(t: TestContext, options: Omit<SqliteStoreOptions, "path" | "db"> = {}) {
+  const path = await tempPath(t);
+  const store = openSqliteStore({ path, ...options });
+  t.after(() => store.close());
+  await store.migrate();
+  return { path, store };
+}
+
+/** A second, plain better-sqlite3 connection on `path` (an application's own handle), closed after the test. */
+export function connection(t: TestContext, path: string): Database.Database {
+  const db = new Database(path);
+  db.pragma("busy_timeout = 5000");
+  t.after(() => db.close());
+  return db;
+}
