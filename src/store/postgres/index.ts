@@ -176,6 +176,16 @@ function asClient(tx: unknown): Queryable {
   return tx as Queryable;
 }
 
+/**
+ * The leases that can name a row, in id order: statements over several rows lock them in the
+ * same order, so two of them cannot deadlock.
+ */
+function validLeases(leases: Lease[]): Lease[] {
+  return leases
+    .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
+    .sort((a, b) => compareIds(a.id, b.id));
+}
+
 export class PostgresStore implements Store {
   readonly kind = "postgres" as const;
   readonly schema: string;
@@ -630,9 +640,7 @@ export class PostgresStore implements Store {
   }
 
   async extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
-    const valid = leases
-      .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
-      .sort((a, b) => compareIds(a.id, b.id));
+    const valid = validLeases(leases);
     const held = new Map<string, boolean>();
     if (valid.length > 0) {
       const { rows } = await this.run("EXTEND_LEASES", [
@@ -649,9 +657,7 @@ export class PostgresStore implements Store {
   }
 
   async returnJobs(leases: Lease[]): Promise<number> {
-    const valid = leases
-      .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
-      .sort((a, b) => compareIds(a.id, b.id));
+    const valid = validLeases(leases);
     if (valid.length === 0) return 0;
     const wasListening = this.notifier.isListening;
     const { rows } = await this.run("RETURN_JOBS", [valid.map((l) => l.id), valid.map((l) => l.leaseToken)]);
