@@ -24,6 +24,8 @@ export class ActiveJob implements JobContext {
   /** Set when the job was completed inside ctx.completeInTransaction. */
   completedInTransaction = false;
   readonly startedAt = Date.now();
+  /** When the handler ended (set by the worker; events report the duration from it). */
+  finishedAt = 0;
   /** Why the job was aborted (timeout, cancel, lost lease, shutdown); undefined while it may run on. */
   abortReason: JobAbort | undefined = undefined;
   /** Set while the handler runs: ends the executor's wait at once when the job is aborted. */

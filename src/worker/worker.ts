@@ -132,7 +132,7 @@ export class Worker {
           `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
         );
       }
-      return new QueueRunner(this, queue, concurrency, q.classify);
+      return new QueueRunner(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.runners.length === 0) throw new RangeError("a worker needs at least one queue");
   }
@@ -285,15 +285,14 @@ export class Worker {
 
   /** Executes a claimed job and records its outcome; resolves when the slot is free. */
   async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
-    const deps = this.executorDeps(runner);
-    const active = new ActiveJob(claimed, deps);
+    const active = new ActiveJob(claimed, runner.executor);
     this.active.set(claimed.id, active);
     try {
-      const execution = await executeJob(active, deps);
-      const timing = { startedAt: active.startedAt, finishedAt: Date.now() };
+      const execution = await executeJob(active, runner.executor);
+      active.finishedAt = Date.now();
       runner.release();
       this.processed++;
-      if (active.completedInTransaction) this.emitOutcome("completed", claimed, timing, execution.result);
+      if (active.completedInTransaction) this.emitOutcome("completed", active, execution.result);
       if (!execution.outcome || active.leaseLost) return;
       const applied = await this.completer.finish(execution.outcome);
       if (!applied) {
@@ -304,24 +303,14 @@ export class Worker {
         return;
       }
       const event = EVENT_OF[execution.outcome.kind];
-      this.emitOutcome(event, claimed, timing, execution.result, execution.error, execution.outcome.delayMs);
+      this.emitOutcome(event, active, execution.result, execution.error, execution.outcome.delayMs);
     } finally {
       this.active.delete(claimed.id);
     }
   }
 
-  private readonly executorDepsOf = new Map<QueueRunner, ExecutorDeps>();
-
-  private executorDeps(runner: QueueRunner): ExecutorDeps {
-    let deps = this.executorDepsOf.get(runner);
-    if (!deps) {
-      deps = this.makeExecutorDeps(runner);
-      this.executorDepsOf.set(runner, deps);
-    }
-    return deps;
-  }
-
-  private makeExecutorDeps(runner: QueueRunner): ExecutorDeps {
+  /** What the executor needs for one queue's jobs; made once per queue. */
+  private executorDeps(classify?: (err: unknown) => Classification | undefined): ExecutorDeps {
     return {
       store: this.deps.store,
       workerId: this.id,
@@ -329,25 +318,23 @@ export class Worker {
       logPayloads: this.deps.logPayloads,
       findJob: this.deps.findJob,
       knownJobNames: this.deps.knownJobNames,
-      classify: runner.classify,
+      classify,
     };
   }
 
   private emitOutcome(
     event: string,
-    job: ClaimedJob,
-    timing: { startedAt: number; finishedAt: number },
+    active: ActiveJob,
     result?: unknown,
     error?: Error,
     delayMs?: number,
   ): void {
     const { events } = this.deps;
     if (events.listenerCount(event) === 0) return; // most workers have no listeners: build nothing
-    const { leaseToken: _t, lockedUntil: _l, ...info } = job;
-    const startedAt = new Date(timing.startedAt);
-    const durationMs = timing.finishedAt - timing.startedAt;
+    const startedAt = new Date(active.startedAt);
+    const durationMs = active.finishedAt - active.startedAt;
     try {
-      events.emit(event, { job: info, result, error, delayMs, startedAt, durationMs });
+      events.emit(event, { job: active.job, result, error, delayMs, startedAt, durationMs });
     } catch (err) {
       this.deps.log.error({ err, event }, "an event listener threw");
     }
@@ -527,7 +514,7 @@ class QueueRunner {
     private readonly worker: Worker,
     readonly queue: string,
     readonly concurrency: number,
-    readonly classify?: (err: unknown) => Classification | undefined,
+    readonly executor: ExecutorDeps,
   ) {}
 
   start(): void {
