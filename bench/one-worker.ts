@@ -50,7 +50,8 @@ const worker = errand.work(
   { q: { concurrency: Number(concurrency) } },
   {
     ...(batchSize ? { batchSize: Number(batchSize) } : {}),
-    ...(readAhead ? { readAhead: readAhead as `${number}ms` } : {}),
+    // A number is milliseconds ("0" turns read-ahead off); otherwise a duration like "100ms".
+    ...(readAhead ? { readAhead: /^\d+$/.test(readAhead) ? Number(readAhead) : (readAhead as `${number}ms`) } : {}),
   },
 );
 await done;
