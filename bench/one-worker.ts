@@ -4,14 +4,15 @@
  * worker CPU per 1,000 jobs (this process: worker and, on SQLite, the database) and peak RSS.
  * The clock stops when the last outcome is written (the worker's graceful stop drains them).
  * For quick before/after checks of the worker's hot path; `npm run bench` is the comparison.
+ * Like the bench, it runs the compiled package (dist/): `npm run build` first.
  *
- *   node --import tsx bench/one-worker.ts [sqlite|postgres] [jobs] [concurrency] [batchSize] [readAhead]
+ *   npm run build && node --import tsx bench/one-worker.ts [sqlite|postgres] [jobs] [concurrency] [batchSize] [readAhead]
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { defineJob, openErrand, silentLogger } from "../src/index.js";
+import { defineJob, openErrand, silentLogger } from "../dist/index.js";
 
 const [kind = "sqlite", jobs = "30000", concurrency = "50", batchSize, readAhead] = process.argv.slice(2);
 const N = Number(jobs);

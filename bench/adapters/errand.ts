@@ -1,11 +1,13 @@
 /**
  * errand itself, on SQLite (a fresh file per run) and on Postgres (a fresh schema per run),
- * through the public API only: openErrand, enqueue, enqueueMany, work, stats. Worker options
- * are errand's defaults (batchSize 100, lease 15s, poll 2s); only the concurrency is set.
+ * through the public API only: openErrand, enqueue, enqueueMany, work, stats. It loads the
+ * compiled package in dist/ (bench/run.ts builds it first), as users run it and as every peer
+ * is loaded from node_modules. Worker options are errand's defaults (SETTINGS below); only
+ * the concurrency is set.
  */
 import { rm } from "node:fs/promises";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
+import { defineJob, type Errand, openErrand, silentLogger } from "../../dist/index.js";
 import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { QUEUE } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable, ROOT } from "./util.js";
@@ -109,7 +111,7 @@ export const errandSqlite: SystemDef = {
   settings: SETTINGS,
   async unavailable() {
     try {
-      await import("../../src/store/sqlite/index.js");
+      await import("../../dist/store/sqlite/index.js");
       return null;
     } catch (err) {
       return `errand's SQLite store does not load: ${(err as Error).message}`;
@@ -130,7 +132,7 @@ export const errandPostgres: SystemDef = {
   settings: SETTINGS,
   async unavailable() {
     try {
-      await import("../../src/store/postgres/index.js");
+      await import("../../dist/store/postgres/index.js");
     } catch (err) {
       return `errand's Postgres store does not load: ${(err as Error).message}`;
     }
