@@ -12,7 +12,9 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import pg from "pg";
+import { z } from "zod";
 import { ValidationError } from "../src/errors.js";
+import { defineJob, openErrand, silentLogger } from "../src/index.js";
 import { MemoryStore } from "../src/store/memory/index.js";
 import {
   openPostgresStore,
@@ -23,6 +25,7 @@ import { INSERT_CHUNK, INSERT_CHUNK_BYTES, insertChunks } from "../src/store/pos
 import { LATEST_VERSION } from "../src/store/postgres/migrations.js";
 import type { NewJob, Store } from "../src/store/types.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
+import { waitFor } from "./helpers/wait.js";
 
 const skip = await skipUnlessPostgres();
 
@@ -859,6 +862,83 @@ describe("PostgreSQL store", { skip }, () => {
     it("throws from a method when the database cannot be reached", async () => {
       const store = open(schemaName(), { url: "postgres://postgres@127.0.0.1:1/test" });
       await assert.rejects(() => store.now(), /ECONNREFUSED|connect/);
+    });
+  });
+
+  describe("upkeep (vacuum of the churning tables)", () => {
+    /** Runs `n` jobs through claim and finish (two dead row versions each), then closes the store: its backends flush their statistics as they exit. */
+    async function churn(schema: string, n: number): Promise<void> {
+      const store = await migrated(schema);
+      await store.insertJobs(Array.from({ length: n }, (_, i) => job("churn", `j${i}`)));
+      const claimed = await store.claimJobs({ queue: "churn", limit: n, workerId: "w", leaseMs: 60_000 });
+      assert.equal(claimed.length, n);
+      await store.finishJobs(claimed.map((c) => ({ ...c, kind: "completed" as const, worker: "w" })));
+      await store.close();
+    }
+
+    const vacuumStats = (schema: string) =>
+      admin(async (c) => {
+        const { rows } = await c.query(
+          "SELECT vacuum_count::int AS vacuums, n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relid = $1::regclass",
+          [`"${schema}".jobs`],
+        );
+        return rows[0] as { vacuums: number; dead: number };
+      });
+
+    it("vacuums the jobs table once its dead rows pass the threshold, and not before", async () => {
+      const schema = schemaName();
+      await churn(schema, 200);
+      await waitFor(
+        async () => (await vacuumStats(schema)).dead >= 400,
+        "the churn's dead rows in the statistics",
+      );
+
+      await open(schema, { vacuumDeadRows: 1_000 }).upkeep();
+      assert.equal((await vacuumStats(schema)).vacuums, 0, "400 dead rows are under a threshold of 1,000");
+      await open(schema, { vacuumDeadRows: 0 }).upkeep();
+      assert.equal((await vacuumStats(schema)).vacuums, 0, "0 turns it off");
+
+      await open(schema, { vacuumDeadRows: 300 }).upkeep();
+      const after = await vacuumStats(schema);
+      assert.equal(after.vacuums, 1);
+      assert.equal(after.dead, 0);
+    });
+
+    it("is run by a worker on its own", async () => {
+      const schema = schemaName();
+      await churn(schema, 50);
+      await waitFor(
+        async () => (await vacuumStats(schema)).dead >= 100,
+        "the churn's dead rows in the statistics",
+      );
+      const store = open(schema, { vacuumDeadRows: 10 });
+      const noop = defineJob({ name: "noop", queue: "churn", schema: z.object({}), run: () => {} });
+      const errand = await openErrand({ store, jobs: [noop], logger: silentLogger() });
+      const worker = errand.work({ churn: { concurrency: 1 } });
+      try {
+        await waitFor(
+          async () => (await vacuumStats(schema)).vacuums >= 1,
+          "the worker's vacuum",
+          15_000,
+          100,
+        );
+      } finally {
+        await worker.stop();
+        await errand.close();
+      }
+    });
+
+    it("rejects a threshold that is not a non-negative integer", () => {
+      for (const bad of [-1, 1.5, Number.NaN]) {
+        assert.throws(
+          () => open(schemaName(), { vacuumDeadRows: bad }),
+          (err: Error) => {
+            assert.ok(err instanceof ValidationError);
+            assert.match(err.message, /vacuumDeadRows must be a non-negative integer/);
+            return true;
+          },
+        );
+      }
     });
   });
 

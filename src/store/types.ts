@@ -270,6 +270,13 @@ export interface Store {
    * process's commit). Returns an unsubscribe function. Polling remains the safety net.
    */
   onJobsAvailable(listener: (queue: string | null) => void): () => void;
+
+  /**
+   * Optional housekeeping a worker runs every few seconds (never two at once in one worker).
+   * Postgres vacuums its churning tables when dead rows pile up: every claim leaves a dead
+   * entry in the pending index that each later claim steps over until a vacuum removes it.
+   */
+  upkeep?(): Promise<void>;
 }
 
 export type { AttemptRecord };

@@ -45,6 +45,9 @@ export interface WorkerOptions {
   id?: string;
 }
 
+/** How often a worker runs its store's upkeep (Store.upkeep: Postgres vacuums when dead rows pile up). */
+const UPKEEP_MS = 10_000;
+
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
   clean: boolean;
@@ -157,6 +160,8 @@ export class Worker {
     if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
     if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
+    if (store.upkeep && !this.bounded)
+      this.every(UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
     this.registered = store
       .registerWorker({
         id: this.id,

@@ -218,6 +218,20 @@ CREATE TABLE {{schema}}.workers (
 );
 `,
   },
+  {
+    version: 2,
+    name: "unthrottled autovacuum of the jobs table",
+    // Every claim leaves a dead entry at the front of the pending index (jobs_claim_idx) until a
+    // vacuum removes it, and each later claim steps over all of them: a queue table must be
+    // vacuumed as fast as it churns. Autovacuum's default cost delay (2 ms) throttles it, and each
+    // pass reads every index of a table that holds millions of finished rows; for these two
+    // tables it runs unthrottled. (Where autovacuum is off, or still behind, the worker's upkeep vacuums them:
+    // PostgresStore.upkeep.)
+    sql: `
+ALTER TABLE {{schema}}.jobs SET (autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE {{schema}}.job_count_deltas SET (autovacuum_vacuum_cost_delay = 0);
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -356,6 +356,22 @@ GROUP BY 1, 2, 3`;
  * the partial index holds pending rows only, so millions of finished rows are never visited.
  * `ord` is the claim order (UPDATE … RETURNING has none).
  */
+/**
+ * The churning tables that need a vacuum now: at least $1 dead rows in jobs (or $2 in
+ * job_count_deltas, which gets a row per writing statement), and no vacuum running on them.
+ * The dead-row counts are the server's statistics (kept whether or not autovacuum is on).
+ */
+export const TABLES_TO_VACUUM = `
+SELECT s.relname AS table
+FROM pg_stat_user_tables s
+WHERE s.relid IN ('${JOBS}'::regclass, '{{schema}}.job_count_deltas'::regclass)
+  AND s.n_dead_tup >= CASE WHEN s.relid = '${JOBS}'::regclass THEN $1::bigint ELSE $2::bigint END
+  AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum p WHERE p.relid = s.relid)`;
+
+/** SKIP_LOCKED: a vacuum of the table already running (autovacuum, another worker) wins; this one skips it. */
+export const VACUUM_JOBS = `VACUUM (SKIP_LOCKED) ${JOBS}`;
+export const VACUUM_JOB_COUNT_DELTAS = "VACUUM (SKIP_LOCKED) {{schema}}.job_count_deltas";
+
 export const CLAIM_JOBS = `
 WITH c AS (
   SELECT id, priority, run_at FROM ${JOBS}
