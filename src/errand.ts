@@ -366,6 +366,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
       log: this.log,
       events: this,
       logPayloads: this.logPayloads,
+      payloadLimit: this.payloadLimit,
       findJob: (name) => this.jobs.get(name),
       knownJobNames: () => this.jobNames,
       maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,

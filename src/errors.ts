@@ -83,8 +83,16 @@ function httpStatus(err: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
-/** The built-in classification (DESIGN: error classes). */
+/** The built-in classification (DESIGN: error classes). Never throws, whatever was thrown. */
 export function errorKind(err: unknown): ErrorKind {
+  try {
+    return kindOf(err);
+  } catch {
+    return "unknown"; // a revoked Proxy, a throwing getter: nothing to classify it by
+  }
+}
+
+function kindOf(err: unknown): ErrorKind {
   // By code rather than instanceof: a jobs module may load a second copy of errand.
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
   if (code === "ERR_PERMANENT") return "permanent";
@@ -97,14 +105,82 @@ export function errorKind(err: unknown): ErrorKind {
   return "unknown";
 }
 
-/** Turns anything thrown into an Error with a message. */
+/**
+ * Turns anything thrown into an Error with a readable message and never throws itself: a
+ * handler may throw a revoked Proxy, an Error whose `message` or `stack` getter throws, or a
+ * circular null-prototype object, and describing it must not break the error handling that
+ * frees the job's slot. An Error whose fields read fine is returned as is.
+ */
 export function toError(thrown: unknown): Error {
-  if (thrown instanceof Error) return thrown;
-  let text: string;
   try {
-    text = typeof thrown === "string" ? thrown : JSON.stringify(thrown);
-  } catch {
-    text = String(thrown);
+    if (thrown instanceof Error) return readableError(thrown);
+    if (typeof thrown === "string") return new Error(`non-Error thrown: ${thrown}`);
+    return new Error(`non-Error thrown: ${describeValue(thrown)}`);
+  } catch (err) {
+    return new Error(`a thrown value errand could not describe (${safeMessage(err)})`);
   }
-  return new Error(`non-Error thrown: ${text}`);
+}
+
+function readableError(error: Error): Error {
+  const name = readString(() => error.name) ?? "Error";
+  let message: string | undefined;
+  try {
+    message = error.message;
+  } catch (err) {
+    const described = new Error(`${name} thrown; its message could not be read (${safeMessage(err)})`);
+    const stack = readString(() => error.stack);
+    if (stack !== undefined) described.stack = stack;
+    return described;
+  }
+  if (typeof message !== "string") {
+    return new Error(`${name} thrown with a message that is not a string: ${describeValue(message)}`);
+  }
+  let stack: unknown;
+  try {
+    stack = error.stack;
+  } catch {
+    stack = null; // unreadable: the copy below gets a stack of its own
+  }
+  if (stack === undefined || typeof stack === "string") return error;
+  const copy = new Error(message);
+  copy.name = name;
+  return copy;
+}
+
+/** JSON if it has one, else String(), else its type — never a throw. */
+function describeValue(value: unknown): string {
+  try {
+    const json = JSON.stringify(value);
+    if (json !== undefined) return json;
+  } catch {
+    // circular, BigInt, a throwing toJSON: try String()
+  }
+  try {
+    return String(value);
+  } catch {
+    // an object without a prototype has no toString
+  }
+  try {
+    if (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === null)
+      return "[object with a null prototype]";
+  } catch {
+    // a revoked Proxy
+  }
+  return `[${typeof value}]`;
+}
+
+function readString(read: () => unknown): string | undefined {
+  try {
+    const value = read();
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `name: message` of an error raised while describing another; never throws. */
+function safeMessage(err: unknown): string {
+  const name = readString(() => (err as Error).name) ?? "error";
+  const message = readString(() => (err as Error).message) ?? "";
+  return message ? `${name}: ${message}` : name;
 }

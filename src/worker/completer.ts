@@ -1,17 +1,44 @@
+import { toError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { storableText } from "../payload.js";
 import type { Outcome, Store } from "../store/types.js";
 
 const MAX_BATCH = 1000;
 
 /**
+ * Times an outcome's own write may fail (with an error that does not say "this data", while the
+ * writes of other outcomes succeed) before it is given up for a plain failure: a safety net for a
+ * refusal isUnstorable does not recognise, which would otherwise hold the job's lease for ever.
+ */
+const MAX_STRIKES = 3;
+
+/** How many job ids a log line names. */
+const NAMED_IDS = 10;
+
+interface Pending {
+  outcome: Outcome;
+  /** The attempt the outcome ends: with the worker id, it finds our entry in the job's history. */
+  attempt: number;
+  resolve: (applied: boolean) => void;
+  /** A write holding this outcome threw: it may have committed with the reply lost. */
+  uncertain: boolean;
+  /** Failed writes of this outcome alone while other outcomes were written. */
+  strikes: number;
+}
+
+/**
  * Writes outcomes in batches: every outcome reported in the same turn of the event loop
  * (and any that arrive while a write is in flight) go to the store in one finishJobs call.
  * One transaction per job cannot go past a few thousand jobs/s on Postgres; batching can.
- * If the store is unreachable the batch is retried with backoff; leases keep the jobs safe
- * meanwhile (a write that arrives after the lease was lost is fenced off by the store).
+ *
+ * A batch that fails is written again one outcome at a time, so one outcome the store refuses
+ * (the executor checks results and error text first; this is for what it could not foresee)
+ * never holds back the others: a refused outcome is replaced by a plain `failed` one naming the
+ * problem. If the store itself is unreachable the writes are retried with backoff; leases keep
+ * the jobs safe meanwhile (a write that arrives after the lease was lost is fenced off).
  */
 export class Completer {
-  private queue: { outcome: Outcome; resolve: (applied: boolean) => void }[] = [];
+  private queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
   private scheduled = false;
   private closed = false;
@@ -33,9 +60,9 @@ export class Completer {
   }
 
   /** Resolves with whether the store applied the outcome (false: the lease was lost). */
-  finish(outcome: Outcome): Promise<boolean> {
+  finish(outcome: Outcome, attempt: number): Promise<boolean> {
     return new Promise((resolve) => {
-      this.queue.push({ outcome, resolve });
+      this.queue.push({ outcome, attempt, resolve, uncertain: false, strikes: 0 });
       this.schedule();
     });
   }
@@ -56,31 +83,142 @@ export class Completer {
     let failures = 0;
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, MAX_BATCH);
+      let err: unknown;
       try {
         const applied = await this.store.finishJobs(batch.map((b) => b.outcome));
         this.queue.splice(0, batch.length);
-        for (const [i, b] of batch.entries()) b.resolve(applied[i] ?? false);
+        for (const [i, b] of batch.entries()) await this.settle(b, applied[i] ?? false);
         failures = 0;
-      } catch (err) {
-        failures++;
-        if (this.closed && failures > 3) {
-          // Giving up at close: the leases will expire and rescuers will return these jobs.
-          this.log.error(
-            { err, jobs: batch.length },
-            "could not record job outcomes; their leases will expire",
-          );
-          this.queue.splice(0, batch.length);
-          for (const b of batch) b.resolve(false);
-          continue;
-        }
-        const delay = Math.min(5000, 50 * 2 ** Math.min(failures, 7));
-        this.log.warn(
-          { err, jobs: batch.length, retryInMs: delay },
-          "recording job outcomes failed; retrying",
+        continue;
+      } catch (batchErr) {
+        for (const b of batch) b.uncertain = true;
+        err = await this.oneByOne(batch, batchErr);
+      }
+      if (err === null) {
+        failures = 0;
+        continue;
+      }
+      const left = batch.filter((b) => this.queue.includes(b));
+      failures++;
+      if (this.closed && failures > 3) {
+        // Giving up at close: the leases will expire and rescuers will return these jobs.
+        this.log.error(
+          { err, jobs: left.length, jobIds: ids(left) },
+          "could not record job outcomes; their leases will expire",
         );
-        await new Promise((r) => setTimeout(r, delay));
+        for (const b of left) this.drop(b, false);
+        continue;
+      }
+      const delay = Math.min(5000, 50 * 2 ** Math.min(failures, 7));
+      this.log.warn(
+        { err, jobs: left.length, jobIds: ids(left), retryInMs: delay },
+        "recording job outcomes failed; retrying",
+      );
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  /**
+   * After a failed batch: each outcome in a write of its own. An outcome the store refuses (its
+   * data, not the store being down) becomes a plain failure. Returns null when every outcome
+   * was settled, else the error that left some queued (the store looks unreachable).
+   */
+  private async oneByOne(batch: Pending[], batchErr: unknown): Promise<unknown> {
+    let wrote = 0;
+    let lastErr: unknown = null;
+    const doubtful: Pending[] = [];
+    for (const b of batch) {
+      try {
+        const [applied] = await this.store.finishJobs([b.outcome]);
+        this.drop(b, null);
+        await this.settle(b, applied ?? false);
+        wrote++;
+      } catch (err) {
+        if (isUnstorable(err)) await this.refused(b, err);
+        else {
+          lastErr = err;
+          doubtful.push(b);
+          // Nothing written and the errors say nothing about the data: the store is down, do not
+          // spend a timeout on each of up to MAX_BATCH outcomes.
+          if (wrote === 0 && doubtful.length >= 3) break;
+        }
       }
     }
+    if (doubtful.length > 0 && (wrote > 0 || (await this.answers()))) {
+      // The store takes other writes, or at least answers: these fail for their own sake.
+      for (const b of doubtful) if (++b.strikes >= MAX_STRIKES) await this.refused(b, lastErr ?? batchErr);
+    }
+    return batch.some((b) => this.queue.includes(b)) ? (lastErr ?? batchErr) : null;
+  }
+
+  /** The store refused this outcome: record a plain failure naming why instead, once. */
+  private async refused(b: Pending, err: unknown): Promise<void> {
+    const { outcome } = b;
+    const log = { err: toError(err), jobId: outcome.id, kind: outcome.kind };
+    if (outcome.kind === "failed" && outcome.error?.kind === "permanent" && b.strikes < 0) {
+      this.log.error(log, "the store refused even the plain failure of this job; its lease will expire");
+      this.drop(b, false);
+      return;
+    }
+    this.log.error(log, "the store refused this job's outcome; recording it as failed");
+    const message = `errand could not store this attempt's outcome (${outcome.kind}): ${toError(err).message}`;
+    b.outcome = {
+      id: outcome.id,
+      leaseToken: outcome.leaseToken,
+      worker: outcome.worker,
+      kind: "failed",
+      error: { message: storableText(message), kind: "permanent" },
+    };
+    b.strikes = -1; // marks the replacement: refused again, it is given up
+    try {
+      const [applied] = await this.store.finishJobs([b.outcome]);
+      this.drop(b, null);
+      await this.settle(b, applied ?? false);
+    } catch (again) {
+      if (isUnstorable(again)) await this.refused(b, again);
+      // else: stays queued, retried with the others after the back-off
+    }
+  }
+
+  /** Resolves an outcome's promise; a write that came back "not applied" after one that threw is checked. */
+  private async settle(b: Pending, applied: boolean): Promise<void> {
+    b.resolve(applied || (b.uncertain && (await this.appliedEarlier(b))));
+  }
+
+  /** Whether the store answers at all (a write failed for no reason that names the data). */
+  private async answers(): Promise<boolean> {
+    try {
+      await this.store.now();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Whether an earlier write of this outcome committed and only its reply was lost: then the
+   * job's last history entry is ours (this worker, this attempt) and is not a rescue's `lost`.
+   */
+  private async appliedEarlier(b: Pending): Promise<boolean> {
+    try {
+      const job = await this.store.getJob(b.outcome.id);
+      const last = job?.attempts.at(-1);
+      return (
+        last !== undefined &&
+        last.worker === b.outcome.worker &&
+        last.attempt === b.attempt &&
+        last.outcome !== "lost"
+      );
+    } catch {
+      return false;
+    }
+  }
+
+  /** Takes an outcome off the queue; resolves it when `applied` is given. */
+  private drop(b: Pending, applied: boolean | null): void {
+    const i = this.queue.indexOf(b);
+    if (i >= 0) this.queue.splice(i, 1);
+    if (applied !== null) b.resolve(applied);
   }
 
   /** Waits until every reported outcome is written (or given up after a few tries). */
@@ -90,5 +228,27 @@ export class Completer {
       if (this.flushing) await this.flushing;
       else await new Promise((r) => setImmediate(r));
     }
+  }
+}
+
+function ids(items: Pending[]): string[] {
+  return items.slice(0, NAMED_IDS).map((b) => b.outcome.id);
+}
+
+/**
+ * Whether a write failed because of the data it carried rather than the store being unreachable:
+ * errand's own ValidationError, a value JavaScript cannot serialise (TypeError, RangeError,
+ * DataCloneError), a PostgreSQL data exception (SQLSTATE class 22: NUL in text, invalid JSON
+ * escapes) or program limit (54), SQLite's "string or blob too big".
+ */
+export function isUnstorable(err: unknown): boolean {
+  try {
+    if (err instanceof TypeError || err instanceof RangeError) return true;
+    const { code, name } = err as { code?: unknown; name?: unknown };
+    if (name === "DataCloneError") return true;
+    if (code === "ERR_VALIDATION" || code === "SQLITE_TOOBIG") return true;
+    return typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code);
+  } catch {
+    return false;
   }
 }

@@ -9,6 +9,7 @@ import {
 } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
+import { storableJson, storableText } from "../payload.js";
 import type { ClaimedJob, Outcome, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
 import type { JobContext } from "./context.js";
@@ -94,6 +95,10 @@ export class ActiveJob implements JobContext {
       return seen.value as T;
     }
     const value = await fn();
+    // Checked here, not by the store: every store refuses the same values (Postgres alone
+    // refused a NUL, after the effect ran), and the job fails without a ledger entry.
+    if (value !== undefined)
+      storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
     await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
     return value;
   };
@@ -113,7 +118,14 @@ export class ActiveJob implements JobContext {
   };
 
   readonly completeInTransaction = async <T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> => {
-    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, fn);
+    const limit = this.deps.payloadLimit;
+    // A result no store can hold rolls the transaction back and fails the job, on every store.
+    const checked = async (tx: TxHandle): Promise<T> => {
+      const value = await fn(tx);
+      checkResult(value, limit);
+      return value;
+    };
+    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked);
     if (!done.applied) {
       throw new JobAbort(
         "lease-lost",
@@ -130,6 +142,8 @@ export interface ExecutorDeps {
   workerId: string;
   log: Logger;
   logPayloads: boolean;
+  /** Largest result or ctx.once value in bytes (JSON), as for payloads. */
+  payloadLimit: number;
   findJob(name: string): AnyJobDefinition | undefined;
   knownJobNames(): string[];
   classify?: (err: unknown) => Classification | undefined;
@@ -141,8 +155,31 @@ export interface Execution {
   error?: Error;
 }
 
+/** A result every store can hold, or the ValidationError (permanent: it fails the job) saying why not. */
+function checkResult(result: unknown, limit: number): void {
+  if (result === undefined || result === null || typeof result === "number" || typeof result === "boolean")
+    return; // nothing to check: the common case costs no serialisation
+  storableJson(result, limit, "result");
+}
+
 /** Runs one claimed job to an outcome. Never throws: every failure becomes an outcome. */
 export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
+  try {
+    return await execute(active, deps);
+  } catch (err) {
+    // Only a fault in errand's own error handling gets here (a classify hook that throws, a
+    // logger that cannot serialise what it was given): the job still gets an outcome, so its
+    // slot is freed and it is retried or failed like any error.
+    const error = toError(err);
+    const base = { id: active.claimed.id, leaseToken: active.claimed.leaseToken, worker: deps.workerId };
+    safeLog(() => deps.log.error({ err: error, jobId: active.claimed.id }, "handling a job's error failed"));
+    if (active.completedInTransaction) return { outcome: null };
+    const def = deps.findJob(active.claimed.name);
+    return { outcome: failureOutcome(base, active.claimed, error, "unknown", def, undefined), error };
+  }
+}
+
+async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
   const { claimed } = active;
   const debug = deps.log.isLevelEnabled("debug");
   const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
@@ -184,17 +221,19 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
       } else resolve(returned);
     });
     if (active.completedInTransaction) return { outcome: null, result };
+    checkResult(result, deps.payloadLimit);
     if (debug) active.log.debug("job completed");
     return { outcome: { ...base, kind: "completed", result: result === undefined ? null : result }, result };
   } catch (thrown) {
     if (active.completedInTransaction) {
       active.log.warn(
-        { err: thrown },
+        { err: toError(thrown) },
         "handler threw after completing in its transaction; the completion stands",
       );
       return { outcome: null };
     }
-    return { ...classifyFailure(thrown, base, claimed, def, deps, active.log), error: toError(thrown) };
+    const error = toError(thrown);
+    return { ...classifyFailure(thrown, error, base, claimed, def, deps, active.log), error };
   } finally {
     active.onAbort = undefined;
     if (timer) clearTimeout(timer);
@@ -203,17 +242,18 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
 
 function classifyFailure(
   thrown: unknown,
+  error: Error,
   base: Pick<Outcome, "id" | "leaseToken" | "worker">,
   claimed: ClaimedJob,
   def: AnyJobDefinition,
   deps: ExecutorDeps,
   log: Logger,
 ): Execution {
-  if (thrown instanceof SnoozeSignal) {
+  if (isInstance(thrown, SnoozeSignal)) {
     log.info({ delayMs: thrown.delayMs }, "job snoozed");
     return { outcome: { ...base, kind: "snoozed", delayMs: thrown.delayMs } };
   }
-  if (thrown instanceof JobAbort) {
+  if (isInstance(thrown, JobAbort)) {
     switch (thrown.cause) {
       case "lease-lost":
         log.warn("lease lost while running: another worker owns this job now; dropping our result");
@@ -237,7 +277,6 @@ function classifyFailure(
       }
     }
   }
-  const error = toError(thrown);
   let kind: ErrorKind = errorKind(thrown);
   let decision: Classification = kind === "permanent" || kind === "validation" ? "fail" : "retry";
   if (kind === "unknown") {
@@ -246,7 +285,7 @@ function classifyFailure(
   }
   if (kind === "unknown" && decision === "fail") kind = "permanent";
   // Read as fields, not by instanceof: a jobs module may load a second copy of errand.
-  const hints = thrown as { retryAfterMs?: unknown; rateLimited?: unknown };
+  const hints = kind === "retryable" ? (thrown as { retryAfterMs?: unknown; rateLimited?: unknown }) : {};
   const retryAfter =
     kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : undefined;
   if (kind === "retryable" && hints.rateLimited === true) {
@@ -257,8 +296,41 @@ function classifyFailure(
   return { outcome: failureOutcome(base, claimed, error, kind, def, retryAfter, decision, log) };
 }
 
+/** What the store keeps of an error: its text made storable (see storableText), read without throwing. */
 function errorFields(error: Error, kind: ErrorKind): NonNullable<Outcome["error"]> {
-  return { message: error.message || error.name, stack: error.stack, kind };
+  const message = readText(() => error.message) || readText(() => error.name) || "error";
+  const stack = readText(() => error.stack);
+  return {
+    message: storableText(message),
+    stack: stack === undefined ? undefined : storableText(stack),
+    kind,
+  };
+}
+
+/** `instanceof` that answers false instead of throwing (a revoked Proxy throws on instanceof). */
+function isInstance<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
+function readText(read: () => unknown): string | undefined {
+  try {
+    const value = read();
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function safeLog(write: () => void): void {
+  try {
+    write();
+  } catch {
+    // the logger could not write this line: the outcome matters more
+  }
 }
 
 function failureOutcome(

@@ -5,6 +5,7 @@ import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
+import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, Store } from "../store/types.js";
 import { JobAbort } from "./abort.js";
 import { Completer } from "./completer.js";
@@ -59,6 +60,8 @@ export interface Deps {
   log: Logger;
   events: EventEmitter;
   logPayloads: boolean;
+  /** Largest result or ctx.once value in bytes (JSON). Default DEFAULT_PAYLOAD_LIMIT (1 MiB). */
+  payloadLimit?: number;
   findJob(name: string): AnyJobDefinition | undefined;
   knownJobNames(): string[];
   /** Called on every maintenance tick (schedules); errors are logged. */
@@ -292,14 +295,16 @@ export class Worker {
   async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
     const active = new ActiveJob(claimed, runner.executor);
     this.active.set(claimed.id, active);
+    let released = false;
     try {
       const execution = await executeJob(active, runner.executor);
       active.finishedAt = Date.now();
+      released = true;
       runner.release();
       this.processed++;
       if (active.completedInTransaction) this.emitOutcome("completed", active, execution.result);
       if (!execution.outcome || active.leaseLost) return;
-      const applied = await this.completer.finish(execution.outcome);
+      const applied = await this.completer.finish(execution.outcome, claimed.attempt);
       if (!applied) {
         this.deps.log.warn(
           { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
@@ -311,6 +316,7 @@ export class Worker {
       this.emitOutcome(event, active, execution.result, execution.error, execution.outcome.delayMs);
     } finally {
       this.active.delete(claimed.id);
+      if (!released) runner.release(); // whatever went wrong, the slot is freed
     }
   }
 
@@ -321,6 +327,7 @@ export class Worker {
       workerId: this.id,
       log: this.deps.log,
       logPayloads: this.deps.logPayloads,
+      payloadLimit: this.deps.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT,
       findJob: this.deps.findJob,
       knownJobNames: this.deps.knownJobNames,
       classify,
@@ -632,8 +639,13 @@ class QueueRunner {
         failures++;
         const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
         log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
-        this.signaled = false;
-        await this.wait(delay);
+        // The whole back-off, even when slots free up meanwhile: each freed slot wakes the loop,
+        // and a broken store was being asked again at once (99 failing claims in 100 ms).
+        const until = performance.now() + delay;
+        while (!this.worker.isStopping && performance.now() < until) {
+          this.signaled = false;
+          await this.wait(until - performance.now());
+        }
         continue;
       }
       // Claimed as the stop began, they stay buffered and go back untouched (Worker.returnBuffered).
