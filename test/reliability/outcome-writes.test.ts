@@ -5,8 +5,8 @@
  * one store method of a real store (memory, a SQLite file, a PostgreSQL schema).
  */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import { Writable } from "node:stream";
+import { describe, test } from "node:test";
 import { z } from "zod";
 import { createLogger, defineJob, type Errand, type JobRecord, openErrand } from "../../src/index.js";
 import type { Outcome, Store } from "../../src/store/types.js";
