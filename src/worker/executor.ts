@@ -107,6 +107,7 @@ export class ActiveJob implements JobContext {
     if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
       throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
     }
+    if (message !== undefined) storableJson(message, this.deps.payloadLimit, "progress message");
     await this.deps.store.setProgress(
       this.lease,
       message === undefined ? { fraction } : { fraction, message },

@@ -166,7 +166,7 @@ for (const target of targets) {
           assert.equal(job.state, "completed", `later job ${job.id}`);
       }));
 
-    test("a ctx.once value that cannot be stored is refused before the effect counts as done", () =>
+    test("a ctx.once value or progress message that cannot be stored is refused (the once value before the effect counts as done)", () =>
       withErrand(target, async (errand) => {
         const effects: string[] = [];
         const once = defineJob({
@@ -193,9 +193,19 @@ for (const target of targets) {
             await ctx.completeInTransaction(() => cycle);
           },
         });
+        const progress = defineJob({
+          name: "progress",
+          queue: "ledger",
+          maxAttempts: 3,
+          schema: z.object({}),
+          run: async (_p, ctx) => {
+            await ctx.progress(0.5, "half\u0000way");
+          },
+        });
         const ids: Record<string, string> = {};
         for (const how of ["nul", "bigint", "big"]) ids[how] = (await errand.enqueue(once, { how })).id;
         ids.tx = (await errand.enqueue(inTx, {})).id;
+        ids.progress = (await errand.enqueue(progress, {})).id;
         const worker = errand.work({ ledger: { concurrency: 2 } }, { pollInterval: 50 });
         await settledJobs(errand, Object.values(ids));
         await within(worker.stop(), 15_000, "worker.stop()");
@@ -204,6 +214,7 @@ for (const target of targets) {
           bigint: /^ctx\.once value for key "effect-bigint" is not JSON-serialisable: .*BigInt/,
           big: /^ctx\.once value for key "effect-big" is 1048579 bytes, over the limit of 1048576 bytes/,
           tx: /^result is not JSON-serialisable: .*circular/i,
+          progress: /^progress message string contains a NUL character/,
         };
         for (const [how, error] of Object.entries(expected)) {
           const job = await errand.getJob(ids[how]);
@@ -211,7 +222,7 @@ for (const target of targets) {
           assert.equal(job?.attempts.length, 1, `${how}: failed at once, not retried`);
           assert.equal(job?.attempts[0].kind, "validation", `${how}: kind`);
           assert.match(job?.lastError ?? "", error, `${how}: error`);
-          if (how !== "tx") {
+          if (how !== "tx" && how !== "progress") {
             const entry = await errand.store.ledgerGet(`effect-${how}`);
             assert.equal(entry.found, false, `${how}: no ledger entry`);
           }
