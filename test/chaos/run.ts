@@ -105,10 +105,11 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
 
   try {
     // The jobs and their handler faults, all from the seed.
-    const modes: Record<ChaosMode, number> = { normal: 0, hang: 0, throw: 0, late: 0 };
+    const modes: Record<ChaosMode, number> = { normal: 0, hang: 0, throw: 0, late: 0, poison: 0 };
     const items = Array.from({ length: total }, (_, n) => {
       const r = rand();
-      const mode: ChaosMode = r < 0.03 ? "hang" : r < 0.06 ? "throw" : r < 0.09 ? "late" : "normal";
+      const mode: ChaosMode =
+        r < 0.03 ? "hang" : r < 0.06 ? "throw" : r < 0.09 ? "late" : r < 0.12 ? "poison" : "normal";
       modes[mode]++;
       return { payload: { n, mode, ms: Math.floor(rand() * 100) }, key: `chaos-${n}` };
     });
