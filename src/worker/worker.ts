@@ -314,6 +314,7 @@ export class Worker {
   async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
     const active = new ActiveJob(claimed, runner.executor);
     this.active.set(claimed.id, active);
+    this.watchdog.started(claimed);
     try {
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
       const execution = await jobScope.run(claimed.id, () => executeJob(active, runner.executor));

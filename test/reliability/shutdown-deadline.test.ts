@@ -52,8 +52,12 @@ describe("errand worker: the shutdown deadline holds when outcomes cannot be wri
     const dir = mkdtempSync(join(tmpdir(), "errand-deadline-"));
     dirs.push(dir);
     const proc = start(
-      ["--url", url, "--schema", schema, "worker", "--jobs", FIXTURE_JOBS, "--queue", "slow"]
-        .concat(["--shutdown-timeout", timeout, "--lease", "30s"]),
+      ["--url", url, "--schema", schema, "worker", "--jobs", FIXTURE_JOBS, "--queue", "slow"].concat([
+        "--shutdown-timeout",
+        timeout,
+        "--lease",
+        "30s",
+      ]),
       { ERRAND_FIXTURE_DIR: dir },
     );
     await waitFor("the nap to run", async () => (await errand.getJob(job.id))?.state === "running", 60_000);
