@@ -5,8 +5,8 @@
  * - SIGTERM / SIGINT: stop claiming, let in-flight jobs finish. A clean stop exits 0. Past the
  *   hard timeout the worker aborts the jobs' signals and returns them to `pending` (the
  *   interrupted attempt is recorded, not charged): exit 1. The timeout is hard: outcomes the
- *   store cannot take within about a second more are not recorded (Worker.stop), and closing
- *   the store gets CLOSE_MS.
+ *   store cannot take within half a second more are not recorded (Worker.stop), and closing
+ *   the store gets CLOSE_MS (ABANDONED_CLOSE_MS when it did not answer the stop).
  * - A second signal during the graceful stop cuts it short: the hard stop happens at once, and
  *   the process returns within about a second whatever the store does.
  * - An unhandled rejection or uncaught exception: logged, every running job aborted at once,
@@ -25,8 +25,12 @@ import type { Logger } from "../logger.js";
 import { currentJobId } from "./crash.js";
 import type { StopResult, Worker } from "./worker.js";
 
-/** How long closing the store may take after the worker stopped (a pool's end waits for its clients). */
+/**
+ * How long closing the store may take after the worker stopped (a pool's end waits for its
+ * clients); a store that already did not answer the stop gets ABANDONED_CLOSE_MS only.
+ */
 const CLOSE_MS = 1000;
+const ABANDONED_CLOSE_MS = 200;
 
 export interface RunUntilSignalOptions {
   /** Graceful stop budget before running jobs are aborted and released. Default 30s. */
@@ -164,14 +168,15 @@ export async function runUntilSignal(
     if (options.close !== false) {
       try {
         let timer: NodeJS.Timeout | undefined;
+        const closeMs = result.abandoned ? ABANDONED_CLOSE_MS : CLOSE_MS;
         const closed = await Promise.race([
           errand.close().then(() => true),
           new Promise<false>((resolve) => {
-            timer = setTimeout(() => resolve(false), CLOSE_MS);
+            timer = setTimeout(() => resolve(false), closeMs);
           }),
         ]);
         clearTimeout(timer);
-        if (!closed) throw new Error(`the store did not close within ${CLOSE_MS} ms`);
+        if (!closed) throw new Error(`the store did not close within ${closeMs} ms`);
       } catch (err) {
         closeFailed = true;
         log.error({ err }, "closing the store failed");

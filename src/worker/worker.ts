@@ -57,12 +57,14 @@ const UPKEEP_MS = 10_000;
  * writes them in milliseconds; one that cannot must not hold the process: the unwritten jobs'
  * leases expire and rescuers return them.
  */
-const FINAL_WRITE_MS = 1000;
+const FINAL_WRITE_MS = 500;
 
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
   clean: boolean;
   released: number;
+  /** The store did not answer by the stop's deadline: outcomes were left unwritten. */
+  abandoned?: boolean;
 }
 
 export interface Deps {
@@ -479,7 +481,7 @@ export class Worker {
       { worker: this.id, unwritten },
       "shutdown deadline passed with the store not answering: stopping without recording the remaining outcomes; their jobs return when their leases expire",
     );
-    return { clean: false, released: this.active.size };
+    return { clean: false, released: this.active.size, abandoned: true };
   }
 
   /** A second signal: abort running jobs now and give their outcomes FINAL_WRITE_MS at most. */

@@ -73,7 +73,7 @@ describe("errand worker: the shutdown deadline holds when outcomes cannot be wri
     return { errand, job, proc, unlock };
   }
 
-  test("SIGTERM: exits 1 about --shutdown-timeout later; the unwritten outcome is not recorded", async () => {
+  test("SIGTERM: exits 1 about --shutdown-timeout later; the unwritten outcome is not recorded", async (t) => {
     const w = await lockedWorker("2s");
     try {
       const sent = Date.now();
@@ -85,6 +85,7 @@ describe("errand worker: the shutdown deadline holds when outcomes cannot be wri
       assert.match(result.stderr, /shutdown timeout reached/);
       assert.match(result.stderr, /shutdown deadline passed with the store not answering/);
       assert.ok(tookMs >= 2000, `exited ${tookMs} ms after SIGTERM, before its 2 s timeout`);
+      t.diagnostic(`exited ${tookMs} ms after SIGTERM (--shutdown-timeout 2s)`);
       await w.unlock();
       await assertNotLost(w.errand, w.job.id);
     } finally {
@@ -94,13 +95,15 @@ describe("errand worker: the shutdown deadline holds when outcomes cannot be wri
     }
   });
 
-  test("a second SIGTERM: exits 1 within about a second, whatever the store does", async () => {
+  test("a second SIGTERM: exits 1 within about a second, whatever the store does", async (t) => {
     const w = await lockedWorker("10m");
     try {
       w.proc.child.kill("SIGTERM");
       await waitFor("the graceful stop to begin", () => w.proc.stderr().includes("SIGTERM received"), 30_000);
+      const sent = Date.now();
       w.proc.child.kill("SIGTERM");
       const result = await exitOf(w.proc, 10_000);
+      t.diagnostic(`exited ${Date.now() - sent} ms after the second SIGTERM`);
       assert.equal(result.code, 1, result.stderr);
       assert.match(result.stderr, /received again: releasing running jobs now/);
       await w.unlock();
