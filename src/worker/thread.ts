@@ -13,8 +13,8 @@
  * is the job's result, and what it throws fails the attempt like any handler error (the error's
  * message, name, stack, `code`, `retryAfterMs` and `rateLimited` come back, so PermanentError and
  * RetryableError keep their meaning). When `ctx.signal` aborts (timeout, cancel, lost lease,
- * shutdown), the thread is terminated. Limits: the payload, result and error cross by structured
- * clone; `ctx.once`, `ctx.progress`, `ctx.completeInTransaction` and `ctx.snooze` are not
+ * shutdown), the thread is terminated. Limits: the module must be JavaScript (see THREAD_SOURCE);
+ * the payload, result and error cross by structured clone; `ctx.once`, `ctx.progress`, `ctx.completeInTransaction` and `ctx.snooze` are not
  * available inside the thread; a thread costs some milliseconds to start, so this is for jobs
  * that compute for long, not for short ones.
  */
@@ -24,9 +24,10 @@ import { Worker } from "node:worker_threads";
 import type { JobContext } from "./context.js";
 
 /**
- * The thread's code, as CommonJS evaluated by the Worker (no separate entry file: it would need
- * the TypeScript loader under tsx, and a file path that differs between src/ and a build).
- * The thread inherits the parent's execArgv, so a .ts module loads where the parent runs tsx.
+ * The thread's code, as CommonJS evaluated by the Worker (no separate entry file: its path would
+ * differ between src/ and a build). The thread loads the module with Node's own loader: on
+ * Node 20 the hooks of a loader such as tsx do not reach worker threads, so the module must be
+ * JavaScript (compile a TypeScript one; `--import tsx` does not load it in the thread).
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
