@@ -52,7 +52,7 @@ async function finished(mode: Record<string, unknown>, def = threaded) {
     return await waitFor(
       async () => {
         const j = await errand.getJob(job.id);
-        return j && ["completed", "failed"].includes(j.state) ? j : false;
+        return j && ["completed", "failed"].includes(j.state) ? j : null;
       },
       "the job to finish",
       30_000,
