@@ -4,11 +4,13 @@
  * is the supervisor that restarts it. The crash is charged to poison (AsyncLocalStorage tells
  * its code apart), so after its two attempts it is in the dead-letter queue; its neighbours,
  * interrupted by each crash, are not charged and complete; and the restarts stop being needed.
+ * A crash no job's code caused (`tripwire` arms a module-level timer) charges every job it
+ * interrupts once.
  */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { exitOf, inspect, PROCESS_JOBS, scratch, start, waitFor } from "../cli/helpers.js";
-import { neighbour, poison } from "../fixtures/process-jobs.js";
+import { neighbour, poison, tripwire } from "../fixtures/process-jobs.js";
 
 /** Far more runs than poison's two crashes and a clean run need. */
 const MAX_RUNS = 6;
@@ -68,5 +70,34 @@ test("a poison job ends failed after its attempts; its neighbours complete; rest
     }
   } finally {
     await errand.close();
+  }
+});
+
+test("a crash from no job's code charges every running job once", async () => {
+  const t = scratch("errand-crash-any-");
+  const errand = await inspect(t.db, [tripwire, neighbour]);
+  try {
+    const jobs = [
+      await errand.enqueue(tripwire, {}),
+      ...(await Promise.all([1, 2].map(() => errand.enqueue(neighbour, { ms: 5000 })))),
+    ];
+    const proc = start(["worker", "--jobs", PROCESS_JOBS, "--url", t.db, "--concurrency", "4"], {
+      ERRAND_FIXTURE_DIR: t.dir,
+    });
+    const result = await exitOf(proc, 60_000);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /uncaught exception \(from no known job\): charging every running job/);
+    for (const { id } of jobs) {
+      const job = await errand.getJob(id);
+      assert.equal(job?.state, "pending");
+      assert.deepEqual(
+        job?.attempts.map((a) => [a.outcome, a.kind]),
+        [["retried", "crashed"]],
+        `job ${job?.name}`,
+      );
+    }
+  } finally {
+    await errand.close();
+    t.cleanup();
   }
 });
