@@ -475,6 +475,9 @@ export class Worker {
     if (result) return result;
     const unwritten = this.active.size + this.completer.backlog;
     this.abortRunning();
+    // Not awaited: it makes the completer give up after a few more tries instead of retrying
+    // forever, so an embedding program is not kept alive by its retry timer.
+    void this.completer.drain();
     for (const timer of this.timers) clearInterval(timer);
     this.watchdog.stop();
     this.deps.log.error(
@@ -491,8 +494,9 @@ export class Worker {
   }
 
   /**
-   * A crash (crash.ts): the job at fault — or, when it is unknown or not running, every running
-   * job — is charged for it; every running job is aborted. Returns how many were aborted.
+   * A crash (crash.ts): the job at fault is charged for it if it still runs (none is, when its
+   * handler had already ended); when no job's code caused it, every running job is. Every
+   * running job is aborted. Returns how many were aborted.
    */
   crashed(culprit: string | undefined, error: Error): number {
     const charged = culprit && this.active.has(culprit) ? [culprit] : culprit ? [] : [...this.active.keys()];
