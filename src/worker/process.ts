@@ -5,10 +5,10 @@
  * - SIGTERM / SIGINT: stop claiming, let in-flight jobs finish. A clean stop exits 0. Past the
  *   hard timeout the worker aborts the jobs' signals and returns them to `pending` (the
  *   interrupted attempt is recorded, not charged): exit 1. The timeout is hard: outcomes the
- *   store cannot take within half a second more are not recorded (Worker.stop), and closing
+ *   store cannot take within a second more are not recorded (Worker.stop), and closing
  *   the store gets CLOSE_MS (ABANDONED_CLOSE_MS when it did not answer the stop).
  * - A second signal during the graceful stop cuts it short: the hard stop happens at once, and
- *   the process returns within about a second whatever the store does.
+ *   the process returns within about a second whatever the store does (Worker.hurry).
  * - An unhandled rejection or uncaught exception: logged, every running job aborted at once,
  *   exit 1 — the process may be in a bad state, so the orchestrator should start a clean one.
  *   The job whose code crashed (crash.ts) is charged a failed attempt of kind "crashed"; the

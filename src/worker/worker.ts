@@ -53,11 +53,12 @@ const UPKEEP_MS = 10_000;
 
 /**
  * Past the shutdown timeout, how long the released jobs' outcomes may take to be written before
- * the stop gives up on them (and on a second signal, the whole remaining budget). A healthy store
- * writes them in milliseconds; one that cannot must not hold the process: the unwritten jobs'
- * leases expire and rescuers return them.
+ * the stop gives up on them; after a second signal or a crash, HURRY_MS. A healthy store writes
+ * them in milliseconds (a second leaves room for a loaded machine); one that cannot must not
+ * hold the process: the unwritten jobs' leases expire and rescuers return them.
  */
-const FINAL_WRITE_MS = 500;
+const FINAL_WRITE_MS = 1000;
+const HURRY_MS = 500;
 
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
@@ -487,9 +488,9 @@ export class Worker {
     return { clean: false, released: this.active.size, abandoned: true };
   }
 
-  /** A second signal: abort running jobs now and give their outcomes FINAL_WRITE_MS at most. */
+  /** A second signal: abort running jobs now and give their outcomes HURRY_MS at most. */
   hurry(): number {
-    this.deadline?.shorten(FINAL_WRITE_MS);
+    this.deadline?.shorten(HURRY_MS);
     return this.abortRunning();
   }
 
@@ -501,7 +502,7 @@ export class Worker {
   crashed(culprit: string | undefined, error: Error): number {
     const charged = culprit && this.active.has(culprit) ? [culprit] : culprit ? [] : [...this.active.keys()];
     for (const id of charged) if (!this.crashCharged.has(id)) this.crashCharged.set(id, error);
-    this.deadline?.shorten(FINAL_WRITE_MS);
+    this.deadline?.shorten(HURRY_MS);
     return this.abortRunning();
   }
 
