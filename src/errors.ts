@@ -59,7 +59,8 @@ export type ErrorKind =
   | "unknown"
   | "lost"
   | "cancelled"
-  | "interrupted";
+  | "interrupted"
+  | "crashed";
 
 /** What a classify hook answers: retry it, or fail it for good. */
 export type Classification = "retry" | "fail";

@@ -41,5 +41,7 @@ export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
 export type { JobContext } from "./worker/context.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { runUntilSignal } from "./worker/process.js";
+export type { ThreadJobInfo } from "./worker/thread.js";
+export { runInThread } from "./worker/thread.js";
 export type { QueueOptions, StopResult, WorkerOptions } from "./worker/worker.js";
 export { Worker } from "./worker/worker.js";

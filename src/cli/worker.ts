@@ -62,6 +62,13 @@ Exit codes: 0 after a clean stop; 1 when the shutdown timeout was reached (unfin
 back in pending, the interrupted attempt recorded but not charged), on a second signal, or after
 an uncaught error; 2 for a wrong command line.
 
+The shutdown timeout is hard: past it (and a second for the last outcomes) the worker exits
+1 even when the database cannot take writes; a second signal exits within about a second.
+An uncaught exception or unhandled rejection charges the job whose code caused it a "crashed"
+attempt (every running job, when no job's code did), so a job that keeps crashing the worker
+ends in the dead-letter queue. A warning names the jobs running when the event loop was blocked
+for half the --lease or more: their leases may have been lost.
+
 Examples:
   errand worker --jobs ./dist/jobs.js
   errand worker --jobs ./src/jobs.ts --concurrency emails=2 --concurrency reports=1

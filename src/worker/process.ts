@@ -4,10 +4,15 @@
  *
  * - SIGTERM / SIGINT: stop claiming, let in-flight jobs finish. A clean stop exits 0. Past the
  *   hard timeout the worker aborts the jobs' signals and returns them to `pending` (the
- *   interrupted attempt is recorded, not charged): exit 1.
- * - A second signal during the graceful stop cuts it short: the hard stop happens at once.
- * - An unhandled rejection or uncaught exception: logged, every running job released at once,
+ *   interrupted attempt is recorded, not charged): exit 1. The timeout is hard: outcomes the
+ *   store cannot take within a second more are not recorded (Worker.stop), and closing
+ *   the store gets CLOSE_MS (ABANDONED_CLOSE_MS when it did not answer the stop).
+ * - A second signal during the graceful stop cuts it short: the hard stop happens at once, and
+ *   the process returns within about a second whatever the store does (Worker.hurry).
+ * - An unhandled rejection or uncaught exception: logged, every running job aborted at once,
  *   exit 1 — the process may be in a bad state, so the orchestrator should start a clean one.
+ *   The job whose code crashed (crash.ts) is charged a failed attempt of kind "crashed"; the
+ *   others are released uncharged. When no job can be told, every interrupted job is charged.
  *
  * runUntilSignal resolves with the exit code instead of exiting, so the caller decides when the
  * process ends (the CLI calls process.exit with it). Every listener it installs is removed
@@ -17,7 +22,15 @@ import { type Duration, parseDuration } from "../duration.js";
 import type { Errand } from "../errand.js";
 import { toError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { currentJobId } from "./crash.js";
 import type { StopResult, Worker } from "./worker.js";
+
+/**
+ * How long closing the store may take after the worker stopped (a pool's end waits for its
+ * clients); a store that already did not answer the stop gets ABANDONED_CLOSE_MS only.
+ */
+const CLOSE_MS = 1000;
+const ABANDONED_CLOSE_MS = 200;
 
 export interface RunUntilSignalOptions {
   /** Graceful stop budget before running jobs are aborted and released. Default 30s. */
@@ -97,22 +110,27 @@ export async function runUntilSignal(
     if (forced) return;
     forced = true;
     log.warn({ signal: sig, running: worker.running }, `${sig} received again: releasing running jobs now`);
-    aborted = Math.max(aborted, worker.abortRunning());
+    aborted = Math.max(aborted, worker.hurry());
   };
 
   const onCrash = (kind: "uncaughtException" | "unhandledRejection") => (thrown: unknown) => {
+    // First, while the listener still runs in the async context of the code that crashed.
+    const culprit = currentJobId();
     const err = toError(thrown);
     if (!crash) crash = err;
-    const message = `${kind === "uncaughtException" ? "uncaught exception" : "unhandled promise rejection"}: releasing running jobs and exiting`;
-    if (kind === "uncaughtException") log.fatal({ err }, message);
-    else log.error({ err }, message);
+    const what = kind === "uncaughtException" ? "uncaught exception" : "unhandled promise rejection";
+    const message = culprit
+      ? `${what} from job ${culprit}: charging it an attempt, releasing the other running jobs and exiting`
+      : `${what} (from no known job): charging every running job an attempt and exiting`;
+    const fields = culprit ? { err, jobId: culprit } : { err };
+    if (kind === "uncaughtException") log.fatal(fields, message);
+    else log.error(fields, message);
     if (!stopping) {
       cause = "crash";
       beginStop(0);
-    } else {
-      // Already stopping gracefully: a crash ends the grace period.
-      aborted = Math.max(aborted, worker.abortRunning());
     }
+    // A crash during a graceful stop ends the grace period too.
+    aborted = Math.max(aborted, worker.crashed(culprit, err));
   };
 
   const onAbort = (): void => {
@@ -149,7 +167,16 @@ export async function runUntilSignal(
     let closeFailed = false;
     if (options.close !== false) {
       try {
-        await errand.close();
+        let timer: NodeJS.Timeout | undefined;
+        const closeMs = result.abandoned ? ABANDONED_CLOSE_MS : CLOSE_MS;
+        const closed = await Promise.race([
+          errand.close().then(() => true),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), closeMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (!closed) throw new Error(`the store did not close within ${closeMs} ms`);
       } catch (err) {
         closeFailed = true;
         log.error({ err }, "closing the store failed");

@@ -9,7 +9,10 @@ import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, Store } from "../store/types.js";
 import { JobAbort } from "./abort.js";
 import { Completer } from "./completer.js";
+import { crashedOutcome, jobScope } from "./crash.js";
+import { Deadline } from "./deadline.js";
 import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+import { Watchdog } from "./watchdog.js";
 
 export interface QueueOptions {
   /** Jobs of this queue run at once in this process. Default 10. */
@@ -49,10 +52,21 @@ export interface WorkerOptions {
 /** How often a worker runs its store's upkeep (Store.upkeep: Postgres vacuums when dead rows pile up). */
 const UPKEEP_MS = 10_000;
 
+/**
+ * Past the shutdown timeout, how long the released jobs' outcomes may take to be written before
+ * the stop gives up on them; after a second signal or a crash, HURRY_MS. A healthy store writes
+ * them in milliseconds (a second leaves room for a loaded machine); one that cannot must not
+ * hold the process: the unwritten jobs' leases expire and rescuers return them.
+ */
+const FINAL_WRITE_MS = 1000;
+const HURRY_MS = 500;
+
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
   clean: boolean;
   released: number;
+  /** The store did not answer by the stop's deadline: outcomes were left unwritten. */
+  abandoned?: boolean;
 }
 
 export interface Deps {
@@ -95,6 +109,11 @@ export class Worker {
   private processed = 0;
   private started = false;
   private registered: Promise<void> = Promise.resolve();
+  private readonly watchdog: Watchdog;
+  /** Set by stop(): the hard limit every wait of the stop is raced against. */
+  private deadline: Deadline | null = null;
+  /** Jobs a crash charges (crash.ts), with the crash. */
+  private readonly crashCharged = new Map<string, Error>();
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
   private readonly bounded: { limit: number; left: number; deadline: number } | null;
 
@@ -141,6 +160,11 @@ export class Worker {
       return new QueueRunner(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.runners.length === 0) throw new RangeError("a worker needs at least one queue");
+    this.watchdog = new Watchdog(
+      this.leaseMs,
+      () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
+      (fields, message) => deps.log.warn(fields, message),
+    );
   }
 
   get queues(): Record<string, number> {
@@ -187,6 +211,7 @@ export class Worker {
       this.timers.push(timer);
     }
     for (const runner of this.runners) runner.start();
+    this.watchdog.start();
     log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
   }
@@ -296,8 +321,19 @@ export class Worker {
     const active = new ActiveJob(claimed, runner.executor);
     this.active.set(claimed.id, active);
     let released = false;
+    this.watchdog.started(claimed);
     try {
-      const execution = await executeJob(active, runner.executor);
+      // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
+      const execution = await jobScope.run(claimed.id, () => executeJob(active, runner.executor));
+      const crash = this.crashCharged.get(claimed.id);
+      if (crash && execution.outcome?.kind === "released") {
+        execution.outcome = crashedOutcome(
+          execution.outcome,
+          claimed,
+          this.deps.findJob(claimed.name),
+          crash,
+        );
+      }
       active.finishedAt = Date.now();
       released = true;
       runner.release();
@@ -429,13 +465,57 @@ export class Worker {
    * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
-    if (!this.stopping)
-      this.stopping = this.doStop(parseDuration(options.timeout ?? this.shutdownMs, "timeout"));
+    if (!this.stopping) {
+      const timeoutMs = parseDuration(options.timeout ?? this.shutdownMs, "timeout");
+      this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
+      this.stopping = this.stopBy(this.deadline, timeoutMs);
+    }
     return this.stopping;
+  }
+
+  /**
+   * A stop resolves by its timeout plus FINAL_WRITE_MS whatever the store does: waits that the
+   * store holds past that are abandoned (their jobs come back when their leases expire).
+   */
+  private async stopBy(deadline: Deadline, timeoutMs: number): Promise<StopResult> {
+    const result = await deadline.race(this.doStop(timeoutMs));
+    deadline.cancel();
+    if (result) return result;
+    const unwritten = this.active.size + this.completer.backlog;
+    this.abortRunning();
+    // Not awaited: it makes the completer give up after a few more tries instead of retrying
+    // forever, so an embedding program is not kept alive by its retry timer.
+    void this.completer.drain();
+    for (const timer of this.timers) clearInterval(timer);
+    this.watchdog.stop();
+    this.deps.log.error(
+      { worker: this.id, unwritten },
+      "shutdown deadline passed with the store not answering: stopping without recording the remaining outcomes; their jobs return when their leases expire",
+    );
+    return { clean: false, released: this.active.size, abandoned: true };
+  }
+
+  /** A second signal: abort running jobs now and give their outcomes HURRY_MS at most. */
+  hurry(): number {
+    this.deadline?.shorten(HURRY_MS);
+    return this.abortRunning();
+  }
+
+  /**
+   * A crash (crash.ts): the job at fault is charged for it if it still runs (none is, when its
+   * handler had already ended); when no job's code caused it, every running job is. Every
+   * running job is aborted. Returns how many were aborted.
+   */
+  crashed(culprit: string | undefined, error: Error): number {
+    const charged = culprit && this.active.has(culprit) ? [culprit] : culprit ? [] : [...this.active.keys()];
+    for (const id of charged) if (!this.crashCharged.has(id)) this.crashCharged.set(id, error);
+    this.deadline?.shorten(HURRY_MS);
+    return this.abortRunning();
   }
 
   private async doStop(timeoutMs: number): Promise<StopResult> {
     const { log, store } = this.deps;
+    this.watchdog.stop();
     log[this.lifecycleLevel](
       { worker: this.id, running: this.active.size, timeoutMs },
       "worker stopping: no new claims",

@@ -39,6 +39,8 @@ const BUILD_CACHE = join(ROOT, "node_modules/.cache");
 export const BUILD = compiledBuild();
 export const CLI = join(BUILD, "src/cli/main.js");
 export const FIXTURE_JOBS = join(BUILD, "test/fixtures/jobs.js");
+/** The process-reliability fixture jobs (test/reliability/), compiled. */
+export const PROCESS_JOBS = join(BUILD, "test/fixtures/process-jobs.js");
 
 function sourceFiles(): string[] {
   const files: string[] = [];
@@ -50,7 +52,7 @@ function sourceFiles(): string[] {
     }
   };
   walk("src");
-  files.push("test/fixtures/jobs.ts");
+  files.push("test/fixtures/jobs.ts", "test/fixtures/process-jobs.ts", "test/fixtures/spin-thread.ts");
   return files.sort();
 }
 

@@ -1,8 +1,8 @@
 /**
  * `errand worker` as a process (DESIGN: Shutdown): SIGTERM during a job lets it finish (exit 0);
  * a job longer than the shutdown timeout goes back to pending with an "interrupted" attempt that
- * is not charged (exit 1); a second signal stops at once; an uncaught exception releases the
- * jobs and exits 1. Each case has its own SQLite file, so they run side by side.
+ * is not charged (exit 1); a second signal stops at once; an uncaught exception or unhandled
+ * rejection exits 1 and charges the job whose code caused it (a "crashed" attempt, retried). Each case has its own SQLite file, so they run side by side.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
@@ -98,34 +98,35 @@ describe("errand worker: signals and crashes", { concurrency: true }, () => {
     );
   });
 
-  test("an unhandled rejection: logged, running jobs released, exit 1", async () => {
+  test("an unhandled rejection: logged, the job at fault charged, exit 1", async () => {
     const w = await workerWithRunningJob((e) => e.enqueue(crash, { how: "reject" }), []);
     cleanups.push(w.cleanup);
     const result = await exitOf(w.proc, 60_000);
     assert.equal(result.code, 1, `signal ${result.signal}: ${result.stderr}`);
-    assert.match(result.stderr, /unhandled promise rejection: releasing running jobs and exiting/);
+    assert.match(result.stderr, new RegExp(`unhandled promise rejection from job ${w.id}: charging it`));
     assert.match(result.stderr, /boom: a promise nobody awaited/);
     const job = await w.errand.getJob(w.id);
     assert.equal(job?.state, "pending");
+    assert.equal(job?.attempt, 1);
     assert.deepEqual(
-      job?.attempts.map((a) => a.outcome),
-      ["interrupted"],
+      job?.attempts.map((a) => [a.outcome, a.kind]),
+      [["retried", "crashed"]],
     );
   });
 
-  test("an uncaught exception: logged, running jobs released, exit 1", async () => {
+  test("an uncaught exception: logged, the job at fault charged, exit 1", async () => {
     const w = await workerWithRunningJob((e) => e.enqueue(crash, { how: "throw" }), []);
     cleanups.push(w.cleanup);
     const result = await exitOf(w.proc, 60_000);
     assert.equal(result.code, 1, `signal ${result.signal}: ${result.stderr}`);
-    assert.match(result.stderr, /uncaught exception: releasing running jobs and exiting/);
+    assert.match(result.stderr, new RegExp(`uncaught exception from job ${w.id}: charging it`));
     assert.match(result.stderr, /boom: a bug outside the handler's promise/);
     const job = await w.errand.getJob(w.id);
     assert.equal(job?.state, "pending");
-    assert.equal(job?.attempt, 0);
+    assert.equal(job?.attempt, 1);
     assert.deepEqual(
-      job?.attempts.map((a) => a.outcome),
-      ["interrupted"],
+      job?.attempts.map((a) => [a.outcome, a.kind]),
+      [["retried", "crashed"]],
     );
   });
 });
