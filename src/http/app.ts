@@ -12,7 +12,7 @@ import { json } from "./respond.js";
 import { handleTick } from "./tick.js";
 
 export interface HttpOptions {
-  /** Bearer secret for POST /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
+  /** Bearer secret for POST (or GET) /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
   cronSecret?: string;
   /** Token for the dashboard and the JSON API. Default process.env.ERRAND_DASHBOARD_TOKEN. */
   dashboardToken?: string;
