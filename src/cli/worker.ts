@@ -7,6 +7,7 @@ import {
   cliLogger,
   collect,
   globals,
+  logStore,
   openFromOptions,
   parseDurationOption,
   parseIntOption,
@@ -92,6 +93,7 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
 
   const log = await cliLogger();
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
+  logStore(globals(cmd), errand, log);
   try {
     const spec = queueSpec(errand.queueNames, selected, concurrency);
     // A function, so the signal handlers are in place before the worker claims its first job.

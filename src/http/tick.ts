@@ -93,7 +93,9 @@ async function serveTick(
   if (request.method !== "POST" && request.method !== "GET") {
     return json(
       405,
-      { error: `method ${request.method} not allowed: the tick endpoint takes POST (or GET, as Vercel Cron sends)` },
+      {
+        error: `method ${request.method} not allowed: the tick endpoint takes POST (or GET, as Vercel Cron sends)`,
+      },
       { allow: "GET, POST" },
     );
   }

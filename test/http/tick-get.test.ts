@@ -6,7 +6,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { z } from "zod";
-import { createFetchHandler, createTickHandler, defineJob, openErrand, silentLogger } from "../../src/index.js";
+import {
+  createFetchHandler,
+  createTickHandler,
+  defineJob,
+  openErrand,
+  silentLogger,
+} from "../../src/index.js";
 
 const SECRET = "tick-get-secret-0123456789abcdef";
 
@@ -47,7 +53,8 @@ test("GET without or with a wrong token is a 401 and does nothing; other methods
   const { errand, ran } = await setUp();
   try {
     const handler = createTickHandler(errand, { cronSecret: SECRET });
-    for (const headers of [{}, { authorization: "Bearer wrong-token-0123456789abcdef00" }]) {
+    const wrong: Record<string, string>[] = [{}, { authorization: "Bearer wrong-token-0123456789abcdef00" }];
+    for (const headers of wrong) {
       const response = await handler(new Request("http://localhost/tick", { headers }));
       assert.equal(response.status, 401);
     }
