@@ -93,9 +93,9 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
 
   const log = await cliLogger();
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
-  logStore(globals(cmd), errand, log);
   try {
     const spec = queueSpec(errand.queueNames, selected, concurrency);
+    logStore(globals(cmd), errand, log); // once the command line is known to be right
     // A function, so the signal handlers are in place before the worker claims its first job.
     const startWorker = () => {
       try {
