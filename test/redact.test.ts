@@ -68,3 +68,14 @@ test("an unknown log level is refused with the list of levels", () => {
     else process.env.ERRAND_LOG_LEVEL = saved;
   }
 });
+
+test("a store URL with an unsupported scheme is refused without echoing its password", async () => {
+  const { parseStoreUrl } = await import("../src/store/open.js");
+  for (const url of ["mysql://u:s3cret-d@h/db", "mysql://u@h/db?password=s3cret-d"]) {
+    assert.throws(
+      () => parseStoreUrl(url),
+      (err: Error) => /unsupported store URL scheme/.test(err.message) && !err.message.includes("s3cret-d"),
+      url,
+    );
+  }
+});
