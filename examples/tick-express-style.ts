@@ -21,8 +21,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createTickHandler, defineJob, openErrand, toNodeHandler } from "errand";
 import { z } from "zod";
-import { createTickHandler, defineJob, openErrand, toNodeHandler } from "../src/index.js";
 
 const once = process.argv.includes("--once");
 const cronSecret = process.env.CRON_SECRET ?? (once ? "example-secret" : undefined);

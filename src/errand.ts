@@ -46,6 +46,8 @@ export interface OpenErrandOptions {
   payloadLimit?: number;
   /** Run migrations on open (default true). */
   migrate?: boolean;
+  /** Refuse to create a Postgres schema that is not there (read-only tools). Default false. */
+  mustExist?: boolean;
 }
 
 export interface EnqueueOptions {
@@ -494,7 +496,7 @@ export async function openErrand(options: OpenErrandOptions = {}): Promise<Erran
       logger,
     }));
   try {
-    if (options.migrate !== false) await store.migrate();
+    if (options.migrate !== false) await store.migrate({ mustExist: options.mustExist });
   } catch (err) {
     if (ownsStore) await store.close().catch(() => {});
     throw err;

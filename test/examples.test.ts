@@ -1,9 +1,13 @@
 /** The sign-up examples run as a user would run them, and do what they say. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
+import { openErrand, silentLogger } from "../src/index.js";
 import { postgresAvailability } from "./helpers/pg-availability.js";
+import { waitFor } from "./helpers/wait.js";
 
 const run = promisify(execFile);
 const env = { ...process.env, ERRAND_LOG_LEVEL: "warn", DATABASE_URL: postgresAvailability().url };
@@ -25,3 +29,55 @@ for (const [name, skip] of [
     assert.match(stdout, /sent: \[ 1 \]/);
   });
 }
+
+/** Every .ts file under examples/, recursively. */
+function exampleFiles(dir = "examples"): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return exampleFiles(path);
+    return entry.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+test("examples read like user code: errand is imported by its package name, no internals, no casts to never", () => {
+  const files = exampleFiles();
+  assert.ok(files.length >= 7, `found ${files.join(", ")}`);
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    for (const [, spec] of text.matchAll(/\bfrom\s+"([^"]+)"/g)) {
+      assert.ok(
+        !/(^|\/)src(\/|$)/.test(spec),
+        `${file} imports ${spec}: import from "errand" as a user would`,
+      );
+    }
+    assert.ok(!/\bas never\b/.test(text), `${file} casts to never`);
+  }
+  const imports = files.filter((f) => /from "errand"/.test(readFileSync(f, "utf8")));
+  assert.ok(imports.length >= 6, `examples importing "errand": ${imports.join(", ")}`);
+});
+
+test("examples/demo/jobs.ts: its send-email and build-report jobs run (build-report retried once)", async () => {
+  const { jobs, sendEmail, buildReport } = await import("../examples/demo/jobs.js");
+  const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs });
+  try {
+    await errand.enqueue(sendEmail, { to: "ada@example.com", subject: "Hi" });
+    await errand.enqueue(buildReport, { report: "r1", failAttempts: 1 });
+    const worker = errand.work(
+      { emails: { concurrency: 1 }, reports: { concurrency: 1 } },
+      { pollInterval: 20 },
+    );
+    await waitFor(
+      async () => (await errand.listJobs({ state: "completed" })).jobs.length === 2,
+      "both demo jobs to complete",
+      30_000,
+    );
+    await worker.stop();
+    const report = (await errand.listJobs({ name: "build-report" })).jobs[0];
+    assert.deepEqual(
+      report.attempts.map((a) => a.outcome),
+      ["retried", "completed"],
+    );
+  } finally {
+    await errand.close();
+  }
+});

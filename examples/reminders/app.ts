@@ -19,7 +19,6 @@
  * reminders and errand's own tables live in one file.
  */
 import Database from "better-sqlite3";
-import { z } from "zod";
 import {
   createTickHandler,
   defineJob,
@@ -29,7 +28,8 @@ import {
   openErrand,
   runTick,
   type TickResult,
-} from "../../src/index.js";
+} from "errand";
+import { z } from "zod";
 
 export interface Mailer {
   /** Sends one message; returns the provider's message id. */
@@ -116,8 +116,7 @@ export async function createRemindersApp(options: RemindersOptions): Promise<Rem
     },
   });
 
-  const errand = await openErrand({ db, logger: options.logger });
-  errand.register(sendReminder as never);
+  const errand = await openErrand({ db, logger: options.logger, jobs: [sendReminder] });
 
   const dueBookings = db.prepare(`
     SELECT b.id FROM bookings b

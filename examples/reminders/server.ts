@@ -11,7 +11,7 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { toNodeHandler } from "../../src/index.js";
+import { toNodeHandler } from "errand";
 import { createRemindersApp, type Mailer } from "./app.js";
 
 const once = process.argv.includes("--once");

@@ -5,9 +5,10 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx examples/signup/postgres.ts
  */
+
+import { defineJob, openErrand } from "errand";
 import pg from "pg";
 import { z } from "zod";
-import { defineJob, openErrand } from "../../src/index.js";
 
 const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const schema = `signup_example_${process.pid}`;

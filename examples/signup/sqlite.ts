@@ -9,8 +9,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { defineJob, openErrand } from "errand";
 import { z } from "zod";
-import { defineJob, openErrand } from "../../src/index.js";
 
 const file = join(mkdtempSync(join(tmpdir(), "errand-signup-")), "app.db");
 const db = new Database(file);

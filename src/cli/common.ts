@@ -11,12 +11,14 @@
  * `--help` and command-line errors answer quickly.
  */
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { parseDuration } from "../duration.js";
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
 import { type AnyJobDefinition, JOB_STATES, type JobState } from "../job.js";
 import type { Logger } from "../logger.js";
+import { redactCredentials } from "../redact.js";
 import { DEFAULT_URL, parseStoreUrl } from "../store/open.js";
 
 /** A user error: printed as one line without a stack trace, exit code 2 (usage) or 1. */
@@ -58,7 +60,11 @@ export function globals(cmd: Command): GlobalOptions {
 }
 
 export interface OpenOptions {
-  /** Commands that only read refuse to create a new SQLite file (a mistyped path would look empty). */
+  /**
+   * Commands that only read refuse to create a store: a new SQLite file, or a Postgres schema
+   * (a mistyped path or --schema would otherwise look like an empty store). Only `migrate` and
+   * the commands that work (worker, enqueue, serve, tick) create one.
+   */
   mustExist?: boolean;
   logger?: Logger;
   jobs?: readonly AnyJobDefinition[];
@@ -71,7 +77,7 @@ export async function openFromOptions(opts: GlobalOptions, options: OpenOptions 
   try {
     target = parseStoreUrl(url);
   } catch (err) {
-    throw new UsageError(`--url: ${(err as Error).message}`);
+    throw new UsageError(`--url: ${redactCredentials((err as Error).message)}`);
   }
   if (options.mustExist && target.kind === "sqlite" && !existsSync(target.path)) {
     throw new CliError(
@@ -88,16 +94,42 @@ export async function openFromOptions(opts: GlobalOptions, options: OpenOptions 
       schema: opts.schema,
       logger: options.logger ?? silentLogger(),
       jobs: options.jobs,
+      mustExist: options.mustExist,
     });
   } catch (err) {
     if (isUserError(err)) throw err;
-    throw new CliError(`cannot open the errand store at ${redact(url)}: ${(err as Error).message}`);
+    throw new CliError(
+      `cannot open the errand store at ${redact(url)}: ${redactCredentials((err as Error).message)}`,
+    );
   }
 }
 
-/** Hides a password in a postgres URL. */
+/** Hides credentials (a password in a URL's userinfo or parameters) in a store URL. */
 export function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+  return redactCredentials(url);
+}
+
+/**
+ * For long-running commands: says which store they opened (credentials hidden), and when no
+ * --url or ERRAND_URL was given, that it is the default file and where — a worker started in
+ * the wrong directory would otherwise quietly create and serve an empty ./errand.db there.
+ */
+export function logStore(opts: GlobalOptions, errand: Errand, log: Logger): void {
+  const url = storeUrl(opts);
+  const target = parseStoreUrl(url);
+  const where = target.kind === "sqlite" ? resolve(target.path) : redact(url);
+  if (opts.url === undefined && process.env.ERRAND_URL === undefined) {
+    log.warn(
+      { store: where, kind: errand.store.kind },
+      `no --url or ERRAND_URL: using the default SQLite file ${where}`,
+    );
+    return;
+  }
+  const schema = target.kind === "postgres" ? { schema: opts.schema ?? "errand" } : {};
+  log.info(
+    { store: where, kind: errand.store.kind, ...schema },
+    `opened the ${errand.store.kind} store ${where}`,
+  );
 }
 
 /** A logger for long-running commands: readable on a terminal, JSON lines otherwise (stderr). */
@@ -129,11 +161,19 @@ export function parseIntOption(value: string, flag: string, range: { min: number
   return n;
 }
 
-/** A duration like 200ms, 5s, 5m, 2h, 1d (a bare number means milliseconds). */
+/**
+ * A duration like 200ms, 5s, 5m, 2h, 1d. A bare number is refused: in the library it means
+ * milliseconds, but on a command line `--delay 5` reads as five of something larger.
+ */
 export function parseDurationOption(value: string, flag: string): number {
   const text = value.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    throw new UsageError(
+      `${flag} needs a unit, like ${text}s or ${text}m (a bare number is ambiguous); got ${JSON.stringify(value)}`,
+    );
+  }
   try {
-    return parseDuration(/^\d+$/.test(text) ? Number(text) : text, flag);
+    return parseDuration(text, flag);
   } catch {
     throw new UsageError(
       `${flag} must be a duration like 500ms, 30s, 5m, 2h or 1d; got ${JSON.stringify(value)}`,

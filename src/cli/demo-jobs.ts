@@ -1,7 +1,7 @@
 /**
  * The jobs of the demo (the seed scenario): `send-email` on the `emails` queue and
  * `build-report` on the `reports` queue. They live under src/ so the built CLI's `errand demo`
- * runs from dist/ with no dev dependency; examples/demo/jobs.ts builds the same jobs with zod.
+ * runs from dist/ with no dev dependency; examples/demo/jobs.ts writes the same jobs as an application would, with zod.
  *
  * The schemas are a tiny Standard Schema validator (`objectSchema`): errand accepts any
  * Standard Schema, and zod is only a dev dependency of errand.

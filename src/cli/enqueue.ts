@@ -102,15 +102,38 @@ Examples:
     });
 }
 
-/** `--payload @file` reads the JSON from a file (payloads larger than a command line allows). */
+/**
+ * `--payload @file` reads the JSON from a file (payloads larger than a command line allows).
+ * The file must be UTF-8: decoding it leniently would store U+FFFD in place of the bad bytes
+ * and lose what they meant (the HTTP API refuses such a body the same way).
+ */
 async function payloadText(value: string): Promise<string> {
   if (!value.startsWith("@")) return value;
   const path = value.slice(1);
+  let bytes: Buffer;
   try {
-    return await readFile(path, "utf8");
+    bytes = await readFile(path);
   } catch (err) {
     throw new CliError(
       `cannot read --payload file ${path}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message}`,
     );
   }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliError(
+      `--payload file ${path} is not valid UTF-8 (first bad byte at offset ${firstInvalidUtf8(bytes)}): save it as UTF-8`,
+    );
+  }
+}
+
+/** The offset of the first byte that is not part of a valid UTF-8 sequence. */
+function firstInvalidUtf8(bytes: Buffer): number {
+  // A lenient decode puts U+FFFD where the bad bytes were; one encoded as EF BF BD was real.
+  const text = bytes.toString("utf8");
+  for (let i = text.indexOf("\uFFFD"); i >= 0; i = text.indexOf("\uFFFD", i + 1)) {
+    const offset = Buffer.byteLength(text.slice(0, i));
+    if (!(bytes[offset] === 0xef && bytes[offset + 1] === 0xbf && bytes[offset + 2] === 0xbd)) return offset;
+  }
+  return bytes.length;
 }

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
+import { redactCredentials } from "../redact.js";
 import { isUserError } from "./common.js";
 import { registerDemo } from "./demo.js";
 import { registerDlq } from "./dlq.js";
@@ -85,14 +86,14 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       return err.exitCode === 0 ? 0 : 2;
     }
     const debug = process.env.ERRAND_DEBUG === "1";
+    // Every message may quote a store URL or a driver's error about it: credentials are hidden.
+    const say = (text: string) => process.stderr.write(`${redactCredentials(text)}\n`);
     if (isUserError(err)) {
-      process.stderr.write(`errand: ${(err as Error).message}\n`);
-      if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+      say(`errand: ${(err as Error).message}`);
+      if (debug && err instanceof Error && err.stack) say(err.stack);
       return (err as { exitCode?: number }).exitCode ?? 1;
     }
-    process.stderr.write(
-      `errand: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
+    say(`errand: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     return 1;
   }
 }

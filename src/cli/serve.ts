@@ -1,13 +1,23 @@
 /**
- * `errand serve`: an HTTP server (node:http) mounting errand's Fetch handler — the tick endpoint
- * (POST /api/cron/tick), and the JSON API, metrics and dashboard that share the handler.
- * Stops on SIGTERM/SIGINT: no new connections, requests in flight (a running tick) finish.
+ * `errand serve`: an HTTP server (node:http, with a Host allow-list and explicit timeouts:
+ * http/serve-server.ts) mounting errand's Fetch handler — the tick endpoint (GET or POST
+ * /api/cron/tick), and the JSON API, metrics and dashboard that share the handler.
+ * At start it says what is served and what is off, and why. Stops on SIGTERM/SIGINT: no new
+ * connections, requests in flight (a running tick) finish.
  */
-import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { TICK_PATH } from "../http/tick.js";
-import { CliError, cliLogger, globals, openFromOptions, parseIntOption, UsageError } from "./common.js";
+import {
+  CliError,
+  cliLogger,
+  collect,
+  globals,
+  logStore,
+  openFromOptions,
+  parseIntOption,
+  UsageError,
+} from "./common.js";
 import { loadJobs } from "./load-jobs.js";
 
 interface ServeOptions {
@@ -15,6 +25,7 @@ interface ServeOptions {
   host: string;
   port: string;
   prefix?: string;
+  allowedHost?: string[];
 }
 
 /** How long requests in flight may take to finish after SIGTERM before connections are cut. */
@@ -31,12 +42,20 @@ export function registerServe(program: Command): void {
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--port <port>", "port to listen on (0: any free port)", "8080")
     .option("--prefix <path>", 'mount everything under this path, e.g. "/errand"')
+    .option(
+      "--allowed-host <name>",
+      "a host name clients use to reach this server, e.g. jobs.example.com (repeatable; default $ERRAND_ALLOWED_HOSTS, comma-separated). Requests naming another Host get 403",
+      collect,
+    )
     .addHelpText(
       "after",
       `
-The tick endpoint needs CRON_SECRET in the environment: POST ${TICK_PATH} with
+The tick endpoint needs CRON_SECRET in the environment: GET or POST ${TICK_PATH} with
 "Authorization: Bearer $CRON_SECRET" fires due schedules and runs a batch of jobs (?limit=1..1000).
-Without CRON_SECRET it answers 503. Listening beyond 127.0.0.1 requires ERRAND_DASHBOARD_TOKEN.
+Without CRON_SECRET it answers 503. The dashboard, API and /metrics need ERRAND_DASHBOARD_TOKEN
+(without it they answer 503). Listening beyond 127.0.0.1 requires that token, at least 32
+characters long. On 127.0.0.1 only requests for localhost, 127.0.0.1 or [::1] (and the names of
+--allowed-host) are served: a web page cannot reach the dashboard through DNS rebinding.
 
 Examples:
   CRON_SECRET=$(openssl rand -hex 32) errand serve --jobs ./dist/jobs.js
@@ -55,13 +74,27 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
     throw new UsageError(`--prefix must be a path starting with "/"; got ${JSON.stringify(opts.prefix)}`);
   }
   // Loaded here, not at start-up: the HTTP layer (dashboard, metrics) is only needed by `serve`.
-  const [{ createFetchHandler }, { toNodeHandler }, { assertServeSafety }, { cronSecret }] =
-    await Promise.all([
-      import("../http/app.js"),
-      import("../http/node.js"),
-      import("../http/security.js"),
-      import("../http/tick.js"),
-    ]);
+  const [
+    { createFetchHandler },
+    { createServeServer },
+    { assertServeSafety, dashboardToken, isLoopbackHost },
+    { cronSecret },
+  ] = await Promise.all([
+    import("../http/app.js"),
+    import("../http/serve-server.js"),
+    import("../http/security.js"),
+    import("../http/tick.js"),
+  ]);
+  const allowedHosts = (opts.allowedHost ?? (process.env.ERRAND_ALLOWED_HOSTS ?? "").split(","))
+    .flatMap((h) => h.split(","))
+    .map((h) => h.trim())
+    .filter(Boolean);
+  for (const name of allowedHosts) {
+    if (!/^[A-Za-z0-9.-]+$/.test(name))
+      throw new UsageError(
+        `--allowed-host takes a host name without port or scheme; got ${JSON.stringify(name)}`,
+      );
+  }
   try {
     assertServeSafety({ host });
   } catch (err) {
@@ -71,7 +104,11 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
   const jobs = modulePath ? await loadJobs(modulePath) : [];
   const log = await cliLogger();
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
-  const server = createServer(toNodeHandler(createFetchHandler(errand, { prefix: opts.prefix })));
+  logStore(globals(cmd), errand, log);
+  const server = createServeServer(createFetchHandler(errand, { prefix: opts.prefix }), {
+    host,
+    allowedHosts,
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -90,10 +127,26 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
   const address = server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const base = `http://${shown}:${address.port}${opts.prefix ?? ""}`;
-  process.stdout.write(`errand serving on ${base}\n`);
-  if (cronSecret({}) === null)
-    log.warn(`the tick endpoint is off: set CRON_SECRET to turn on POST ${TICK_PATH}`);
-  if (jobs.length === 0) log.warn("no jobs module (--jobs): ticks fire schedules but run no jobs");
+  const dashboard =
+    dashboardToken({}) === null
+      ? "off — ERRAND_DASHBOARD_TOKEN is not set (they answer 503; set it to a long random string, e.g. `openssl rand -hex 32`)"
+      : `on at ${base}/ (log in with ERRAND_DASHBOARD_TOKEN)`;
+  const tick =
+    cronSecret({}) === null
+      ? "off — CRON_SECRET is not set (it answers 503)"
+      : jobs.length === 0
+        ? "on — but no jobs module (--jobs): ticks fire schedules and run no jobs"
+        : `on, running ${errand.jobNames.length} job type(s)`;
+  const hosts =
+    isLoopbackHost(host) || allowedHosts.length > 0
+      ? `only for ${["localhost", "127.0.0.1", "[::1]", ...allowedHosts].join(", ")}`
+      : "for any name (add --allowed-host to limit them)";
+  process.stdout.write(
+    `errand serving on ${base}\n` +
+      `  dashboard, API and /metrics: ${dashboard}\n` +
+      `  tick endpoint (GET/POST ${TICK_PATH}): ${tick}\n` +
+      `  requests are answered ${hosts}\n`,
+  );
   log.info({ url: base, tick: `${base}${TICK_PATH}`, jobs: errand.jobNames }, "errand serve listening");
 
   await new Promise<void>((resolve) => {

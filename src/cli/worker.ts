@@ -7,6 +7,7 @@ import {
   cliLogger,
   collect,
   globals,
+  logStore,
   openFromOptions,
   parseDurationOption,
   parseIntOption,
@@ -101,6 +102,7 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
   const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
   try {
     const spec = queueSpec(errand.queueNames, selected, concurrency);
+    logStore(globals(cmd), errand, log); // once the command line is known to be right
     // A function, so the signal handlers are in place before the worker claims its first job.
     const startWorker = () => {
       try {

@@ -7,12 +7,13 @@
 import type { Errand } from "../errand.js";
 import { handleApi } from "./api.js";
 import { handleDashboard } from "./dashboard.js";
+import { FailedLoginLimiter } from "./login-limit.js";
 import { errandMetrics, handleMetrics } from "./metrics.js";
 import { json } from "./respond.js";
 import { handleTick } from "./tick.js";
 
 export interface HttpOptions {
-  /** Bearer secret for POST /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
+  /** Bearer secret for POST (or GET) /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
   cronSecret?: string;
   /** Token for the dashboard and the JSON API. Default process.env.ERRAND_DASHBOARD_TOKEN. */
   dashboardToken?: string;
@@ -38,6 +39,8 @@ export interface RouteContext {
   path: string;
   url: URL;
   prefix: string;
+  /** Failed logins through the dashboard's form, per handler (login-limit.ts). */
+  loginLimiter: FailedLoginLimiter;
 }
 
 export type Route = (request: Request, ctx: RouteContext) => Promise<Response | null>;
@@ -50,6 +53,7 @@ export function createFetchHandler(errand: Errand, options: HttpOptions = {}): F
   if (prefix && !prefix.startsWith("/"))
     throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
   errandMetrics(errand); // counters count from now on, not from the first scrape
+  const loginLimiter = new FailedLoginLimiter();
   return async (request) => {
     let url: URL;
     try {
@@ -61,7 +65,7 @@ export function createFetchHandler(errand: Errand, options: HttpOptions = {}): F
       return json(404, { error: "not found" });
     }
     const path = url.pathname.slice(prefix.length) || "/";
-    const ctx: RouteContext = { errand, options, path, url, prefix };
+    const ctx: RouteContext = { errand, options, path, url, prefix, loginLimiter };
     try {
       for (const route of ROUTES) {
         const response = await route(request, ctx);

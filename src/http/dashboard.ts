@@ -83,6 +83,13 @@ export async function handleDashboard(request: Request, ctx: RouteContext): Prom
 
 async function login(request: Request, ctx: RouteContext, token: string): Promise<Response> {
   if (!isSameOrigin(request, false)) return html(403, messagePage(ctx.prefix, "Cross-site request refused."));
+  const waitMs = ctx.loginLimiter.retryAfterMs();
+  if (waitMs > 0) {
+    const seconds = Math.ceil(waitMs / 1000);
+    return html(429, loginPage(ctx.prefix, `Too many failed logins. Try again in ${seconds} s.`), {
+      "retry-after": String(seconds),
+    });
+  }
   let form: URLSearchParams;
   try {
     form = await readForm(request);
@@ -92,6 +99,7 @@ async function login(request: Request, ctx: RouteContext, token: string): Promis
   }
   const given = form.get("token") ?? "";
   if (given === "" || !safeEqual(given, token)) {
+    ctx.loginLimiter.recordFailure();
     return html(401, loginPage(ctx.prefix, "That token is not right."));
   }
   const cookie = sessionCookie(createSession(token), request, ctx.prefix, Math.floor(SESSION_TTL_MS / 1000));

@@ -145,20 +145,33 @@ export function isLoopbackHost(host: string | undefined | null): boolean {
 }
 
 /**
+ * Shortest dashboard token `errand serve` accepts beyond loopback: 32 random hex characters are
+ * 128 bits, out of reach of guessing even without the login limit.
+ */
+export const MIN_PUBLIC_TOKEN_LENGTH = 32;
+
+/**
  * For `errand serve`: refuses to expose the dashboard and API beyond this machine without a
  * token. Throws when `host` is not a loopback address and no token is given (the argument, or
- * else ERRAND_DASHBOARD_TOKEN). Listening on loopback without a token is allowed: the
+ * else ERRAND_DASHBOARD_TOKEN), or one shorter than MIN_PUBLIC_TOKEN_LENGTH. Listening on loopback without a token is allowed: the
  * dashboard then answers 503 until a token is set.
  */
 export function assertServeSafety(opts: { host?: string | null; dashboardToken?: string | null }): void {
   const host = opts.host ?? "";
-  const token = opts.dashboardToken ?? process.env.ERRAND_DASHBOARD_TOKEN ?? "";
+  const token = (opts.dashboardToken ?? process.env.ERRAND_DASHBOARD_TOKEN ?? "").trim();
   if (isLoopbackHost(host)) return;
-  if (token.trim() === "") {
+  const where = host === "" ? "all interfaces" : JSON.stringify(host);
+  if (token === "") {
     throw new Error(
-      `refusing to serve on ${host === "" ? "all interfaces" : JSON.stringify(host)} without a dashboard token: ` +
+      `refusing to serve on ${where} without a dashboard token: ` +
         "set ERRAND_DASHBOARD_TOKEN (a long random string, e.g. `openssl rand -hex 32`) " +
         "or listen on 127.0.0.1 only (--host 127.0.0.1)",
+    );
+  }
+  if (token.length < MIN_PUBLIC_TOKEN_LENGTH) {
+    throw new Error(
+      `refusing to serve on ${where}: ERRAND_DASHBOARD_TOKEN is ${token.length} characters; beyond 127.0.0.1 it must be at least ${MIN_PUBLIC_TOKEN_LENGTH} ` +
+        "(a random one: `openssl rand -hex 32`)",
     );
   }
 }

@@ -1,12 +1,14 @@
 /**
- * POST /api/cron/tick — the scale-to-zero entry point (DESIGN: Scale to zero). An external
+ * POST or GET /api/cron/tick — the scale-to-zero entry point (DESIGN: Scale to zero). An external
  * scheduler (GitHub Actions, Vercel Cron, cron + curl) calls it with
  * `Authorization: Bearer <CRON_SECRET>`; it fires the due schedules, processes a bounded batch of
  * jobs and answers a JSON summary:
  *   { schedulesFired, claimed, completed, retried, failed, snoozed, cancelled, released, stillDue, durationMs }
  *
  * The checks, in order, each answering before anything is done:
- * - a method other than POST → 405 with `Allow: POST`;
+ * - a method other than POST or GET → 405 with `Allow: GET, POST`. GET is what Vercel Cron sends.
+ *   A GET that changes state is safe here only because it needs the bearer token: a cross-site
+ *   page (a link, an <img>) cannot attach an Authorization header, so it cannot forge a tick;
  * - no secret configured (`cronSecret` option, else CRON_SECRET; blank = none) → 503: the
  *   endpoint is off;
  * - a missing, malformed or wrong token → 401. The comparison is constant-time (HMAC-SHA256 of
@@ -88,11 +90,13 @@ async function serveTick(
   options: TickHandlerOptions,
   url: URL,
 ): Promise<Response> {
-  if (request.method !== "POST") {
+  if (request.method !== "POST" && request.method !== "GET") {
     return json(
       405,
-      { error: `method ${request.method} not allowed: the tick endpoint takes POST` },
-      { allow: "POST" },
+      {
+        error: `method ${request.method} not allowed: the tick endpoint takes POST (or GET, as Vercel Cron sends)`,
+      },
+      { allow: "GET, POST" },
     );
   }
   const secret = cronSecret(options);

@@ -1,5 +1,6 @@
 import { ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { redactCredentials } from "../redact.js";
 import { MemoryStore } from "./memory/index.js";
 import type { Store } from "./types.js";
 
@@ -40,7 +41,7 @@ export function parseStoreUrl(
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
     throw new ValidationError(
-      `unsupported store URL scheme in ${JSON.stringify(url.replace(/\/\/[^@/]*@/, "//***@"))}: use a file path, sqlite:<path>, memory: or postgres://…`,
+      `unsupported store URL scheme in ${JSON.stringify(redactCredentials(url))}: use a file path, sqlite:<path>, memory: or postgres://…`,
     );
   }
   return { kind: "sqlite", path: value };

@@ -175,7 +175,12 @@ export interface Store {
   readonly kind: StoreKind;
 
   /** Creates or upgrades the schema; safe when several processes run it at once. */
-  migrate(): Promise<void>;
+  /**
+   * `mustExist`: refuse to create errand's schema when it is not there yet (read-only commands:
+   * a mistyped schema must be an error, not an empty store). SQLite and memory ignore it (the
+   * CLI checks a SQLite file's existence before opening it).
+   */
+  migrate(options?: { mustExist?: boolean }): Promise<void>;
   close(): Promise<void>;
   /** The store's clock. */
   now(): Promise<Date>;

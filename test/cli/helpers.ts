@@ -128,15 +128,18 @@ export interface Running {
   exited: Promise<RunResult>;
 }
 
-/** Starts `errand <args>` (compiled; `source: true` runs src/ through tsx); output is collected. */
+/**
+ * Starts `errand <args>` (compiled; `source: true` runs src/ through tsx); output is collected.
+ * `cwd`: the working directory (default the checkout).
+ */
 export function start(
   args: string[],
   env: Record<string, string> = {},
-  options: { source?: boolean } = {},
+  options: { source?: boolean; cwd?: string } = {},
 ): Running {
   const argv = options.source ? ["--import", "tsx", CLI_SOURCE, ...args] : [CLI, ...args];
   const child = spawn(process.execPath, argv, {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -159,7 +162,7 @@ export function start(
 export async function run(
   args: string[],
   env: Record<string, string> = {},
-  options: { source?: boolean; timeoutMs?: number } = {},
+  options: { source?: boolean; timeoutMs?: number; cwd?: string } = {},
 ): Promise<RunResult> {
   const proc = start(args, env, options);
   const timeoutMs = options.timeoutMs ?? 60_000;

@@ -10,6 +10,8 @@ import {
   verifySession,
 } from "../../src/http/security.js";
 
+const LONG_TOKEN = "a-long-random-token-0123456789abcdef";
+
 describe("assertServeSafety", () => {
   test("loopback hosts are fine without a token", () => {
     for (const host of ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.53", "::ffff:127.0.0.1"]) {
@@ -37,9 +39,9 @@ describe("assertServeSafety", () => {
           host,
         );
         assert.throws(() => assertServeSafety({ host, dashboardToken: "   " }), /ERRAND_DASHBOARD_TOKEN/);
-        assert.doesNotThrow(() => assertServeSafety({ host, dashboardToken: "a-long-random-token" }));
+        assert.doesNotThrow(() => assertServeSafety({ host, dashboardToken: LONG_TOKEN }));
       }
-      process.env.ERRAND_DASHBOARD_TOKEN = "from-env";
+      process.env.ERRAND_DASHBOARD_TOKEN = `from-env-${LONG_TOKEN}`;
       assert.doesNotThrow(() => assertServeSafety({ host: "0.0.0.0" }));
     } finally {
       if (saved === undefined) delete process.env.ERRAND_DASHBOARD_TOKEN;

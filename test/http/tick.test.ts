@@ -320,10 +320,10 @@ for (const target of targets) {
     test("wrong methods get 405 with Allow; oversized bodies get 413; nothing is done", async () => {
       const t = await setUp(2);
       try {
-        for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {
+        for (const method of ["PUT", "DELETE", "PATCH"]) {
           const response = await t.tick({ method });
           assert.equal(response.status, 405, method);
-          assert.equal(response.headers.get("allow"), "POST", method);
+          assert.equal(response.headers.get("allow"), "GET, POST", method);
         }
         const big = "x".repeat(17 * 1024);
         const declared = await t.tick({ body: big, headers: { "content-type": "text/plain" } });

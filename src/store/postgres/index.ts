@@ -343,9 +343,14 @@ export class PostgresStore implements Store {
 
   // ── lifecycle ───────────────────────────────────────────────────────────────────────────
 
-  async migrate(): Promise<void> {
+  async migrate(options: { mustExist?: boolean } = {}): Promise<void> {
     // Fast path: a schema already at this version needs no lock (many processes start at once).
     const current = await this.appliedMigrations(this.pool).catch(() => null);
+    if (options.mustExist && current === null && (await this.appliedMigrations(this.pool)) === null) {
+      throw new ValidationError(
+        `no errand schema "${this.schema}" in this database: check --schema, or create it with \`errand migrate\``,
+      );
+    }
     if (current && MIGRATIONS.every((m) => current.has(m.version))) {
       this.checkNewer(current);
       return;
