@@ -522,11 +522,16 @@ export class Worker {
     );
     this.unsubscribe?.();
     for (const runner of this.runners) runner.wake();
-    await Promise.all(this.runners.map((r) => r.stopped));
-    await this.returnBuffered();
+    // The timeout counts from the stop: a claim the store holds (a lock, a dead connection) must
+    // not postpone it.
     let deadline: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
-      this.allSettled().then(() => true),
+      (async () => {
+        await Promise.all(this.runners.map((r) => r.stopped));
+        await this.returnBuffered();
+        await this.allSettled();
+        return true;
+      })(),
       new Promise<false>((resolve) => {
         deadline = setTimeout(() => resolve(false), timeoutMs);
       }),
