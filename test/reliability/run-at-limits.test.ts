@@ -62,7 +62,8 @@ for (const target of targets) {
         for (const runAt of [new Date("+010000-01-01T00:00:00Z"), new Date(8.64e15), new Date(Number.NaN)]) {
           await assert.rejects(
             errand.enqueue(task, { n: 1 }, { runAt }),
-            (err: unknown) => err instanceof ValidationError && /runAt/.test(err.message) && /9999/.test(err.message),
+            (err: unknown) =>
+              err instanceof ValidationError && /runAt/.test(err.message) && /9999/.test(err.message),
             String(runAt),
           );
         }

@@ -74,12 +74,17 @@ async function open(t: TestContext): Promise<void> {
   });
 }
 
-/** Inserts a user, then runs `enqueue` inside the same better-sqlite3 transaction. */
-function signUp(email: string, enqueue: (userId: number) => unknown): unknown {
+/**
+ * Inserts a user, then runs `enqueue` inside the same better-sqlite3 transaction (which refuses
+ * a transaction function that returns a promise: enqueue's is not returned).
+ */
+function signUp(email: string, enqueue: (userId: number) => unknown): void {
   const { db } = app;
-  return db.transaction(() => {
-    const { id } = db.prepare("INSERT INTO users (email) VALUES (?) RETURNING id").get(email) as { id: number };
-    return enqueue(id);
+  db.transaction(() => {
+    const { id } = db.prepare("INSERT INTO users (email) VALUES (?) RETURNING id").get(email) as {
+      id: number;
+    };
+    enqueue(id);
   })();
 }
 
@@ -87,7 +92,8 @@ describe("enqueue inside db.transaction", () => {
   test("a payload that fails its schema throws synchronously: the user row rolls back, nothing is stored", async (t) => {
     await open(t);
     assert.throws(
-      () => signUp("a@example.com", () => app.errand.enqueue(welcome, { userId: "x" as never }, { tx: app.db })),
+      () =>
+        signUp("a@example.com", () => app.errand.enqueue(welcome, { userId: "x" as never }, { tx: app.db })),
       (err: unknown) =>
         err instanceof ValidationError && /does not match the schema of job "welcome"/.test(err.message),
     );
@@ -201,9 +207,13 @@ describe("enqueueMany inside db.transaction", () => {
     assert.throws(
       () =>
         signUp("h@example.com", (userId) =>
-          app.errand.enqueueMany(welcome, [{ payload: { userId } }, { payload: { userId: "two" as never } }], {
-            tx: app.db,
-          }),
+          app.errand.enqueueMany(
+            welcome,
+            [{ payload: { userId } }, { payload: { userId: "two" as never } }],
+            {
+              tx: app.db,
+            },
+          ),
         ),
       (err: unknown) => err instanceof ValidationError && /^item 1 payload/.test(err.message),
     );
