@@ -45,11 +45,11 @@ export function prepareJob<P>(
  * asynchronous schema would answer after the transaction ended — committed without the job, or
  * rolled back with the job inserted afterwards — so it is refused.
  */
-export function prepareNow(def: JobDefinition<unknown, unknown>, row: NewJob | Promise<NewJob>): NewJob {
+export function prepareNow(jobName: string, row: NewJob | Promise<NewJob>): NewJob {
   if (!(row instanceof Promise)) return row;
   row.catch(() => {}); // its outcome no longer matters
   throw new ValidationError(
-    `job "${def.name}" has an asynchronous schema, but enqueue inside a better-sqlite3 transaction must be synchronous (the transaction cannot wait for it): use a synchronous schema, or validate the payload before the transaction`,
+    `job "${jobName}" has an asynchronous schema, but enqueue inside a better-sqlite3 transaction must be synchronous (the transaction cannot wait for it): use a synchronous schema, or validate the payload before the transaction`,
   );
 }
 

@@ -189,10 +189,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
     if (inSynchronousTransaction(options.tx)) {
       this.assertOpen();
       const def = this.resolve(job);
-      const row = prepareNow(
-        def as JobDefinition<unknown, unknown>,
-        this.prepare(def, payload, options, "payload"),
-      );
+      const row = prepareNow(def.name, this.prepare(def, payload, options, "payload"));
       return Promise.resolve(this.insertNow<P>([row], options.tx)[0]);
     }
     try {
@@ -220,10 +217,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.assertOpen();
     const def = this.resolve(job);
     const rows = checkItems(items).map((item, i) =>
-      prepareNow(
-        def as JobDefinition<unknown, unknown>,
-        this.prepare(def, item.payload, item, `item ${i} payload`),
-      ),
+      prepareNow(def.name, this.prepare(def, item.payload, item, `item ${i} payload`)),
     );
     return Promise.resolve(rows.length === 0 ? [] : this.insertNow<P>(rows, options.tx));
   }
@@ -234,11 +228,11 @@ export class Errand extends EventEmitter<ErrandEvents> {
     tx: TxHandle,
   ): Promise<EnqueuedJob<P>[]> {
     this.assertOpen();
+    checkItems(items);
     const def = this.resolve(job);
     const prepared: Array<NewJob | Promise<NewJob>> = new Array(items.length);
     let pending = false;
     try {
-      checkItems(items);
       for (let i = 0; i < items.length; i++) {
         // The item is its own options: prepareJob reads the option fields only.
         const row = this.prepare(def, items[i].payload, items[i], `item ${i} payload`);

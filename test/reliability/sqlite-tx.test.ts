@@ -201,6 +201,22 @@ describe("enqueue inside db.transaction", () => {
   });
 });
 
+describe("a store that cannot join a better-sqlite3 transaction", () => {
+  test("errand on memory: enqueue with a SQLite tx in a transaction throws synchronously, nothing stored", async (t) => {
+    await open(t);
+    const memory = await openErrand({ url: "memory:", logger: silentLogger() });
+    t.after(() => memory.close());
+    assert.throws(
+      () => signUp("l@example.com", (userId) => memory.enqueue(welcome, { userId }, { tx: app.db })),
+      (err: unknown) => err instanceof ValidationError && /memory/.test(err.message),
+    );
+    await settle();
+    assert.equal(app.users(), 0);
+    assert.equal((await memory.listJobs()).jobs.length, 0);
+    assert.deepEqual(unhandled, []);
+  });
+});
+
 describe("enqueueMany inside db.transaction", () => {
   test("one item failing its schema throws synchronously; nothing of the call or the transaction stays", async (t) => {
     await open(t);
