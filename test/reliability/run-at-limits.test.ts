@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { z } from "zod";
-import { defineJob, type Errand, ValidationError } from "../../src/index.js";
+import type { Backoff } from "../../src/backoff.js";
+import { defineJob, type Errand, RetryableError, ValidationError } from "../../src/index.js";
 import { FIXTURE_JOBS, hasStack, inspect, run, scratch } from "../cli/helpers.js";
 import { targets, withErrand } from "../helpers/errands.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
@@ -93,6 +94,52 @@ for (const target of targets) {
       }));
   });
 }
+
+/** Handlers asking for a delay past the limit: a snooze, a RetryableError's retryAfter. */
+const snoozeForever = defineJob({
+  name: "snooze-forever",
+  queue: "q",
+  schema: z.object({}),
+  maxAttempts: 1,
+  run: (_payload, ctx) => ctx.snooze("99999999999d"),
+});
+const retryForever = defineJob({
+  name: "retry-forever",
+  queue: "q",
+  schema: z.object({}),
+  maxAttempts: 1,
+  run: () => {
+    throw new RetryableError("rate limited", { retryAfter: "36526d", rateLimited: true });
+  },
+});
+
+for (const target of targets) {
+  describe(`delays a handler asks for on ${target.name}`, { skip: target.skip }, () => {
+    test("a snooze or retryAfter over 100 years fails the attempt with a clear error; the job is not stuck", () =>
+      withErrand(target, async (errand) => {
+        errand.register(snoozeForever, retryForever);
+        const snoozed = await errand.enqueue(snoozeForever, {});
+        const retried = await errand.enqueue(retryForever, {});
+        const result = await errand.processJobs({ limit: 10, finishTimeout: "10s" });
+        assert.equal(result.claimed, 2);
+        assert.equal(result.failed, 2, JSON.stringify(result));
+        const a = await errand.getJob(snoozed.id);
+        assert.equal(a?.state, "failed");
+        assert.match(a?.lastError ?? "", /snooze delay must be at most 100 years/);
+        const b = await errand.getJob(retried.id);
+        assert.equal(b?.state, "failed");
+        assert.match(b?.lastError ?? "", /retryAfter must be at most 100 years/);
+      }));
+  });
+}
+
+test("a backoff over 100 years is refused when the job is defined", () => {
+  const define = (backoff: Backoff) =>
+    defineJob({ name: "b", queue: "q", schema: z.object({}), backoff, run: () => {} });
+  assert.throws(() => define(["1s", "36526d"]), /backoff\[1\] must be at most 100 years/);
+  assert.throws(() => define({ base: "1s", max: "99999999999d" }), /backoff.max must be at most 100 years/);
+  assert.doesNotThrow(() => define({ base: "1s", max: "36525d" }));
+});
 
 describe("the CLI refuses the same run times and delays", () => {
   const s = scratch();
