@@ -1,19 +1,13 @@
 import { EventEmitter } from "node:events";
-import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { type Duration, parseDuration } from "./duration.js";
+import type { Duration } from "./duration.js";
+import { type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
 import { ValidationError } from "./errors.js";
-import {
-  type AnyJobDefinition,
-  checkInteger,
-  type JobDefinition,
-  type JobRecord,
-  MAX_ATTEMPTS_RANGE,
-  PRIORITY_RANGE,
-} from "./job.js";
+import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { createLogger, type Logger } from "./logger.js";
-import { checkPayload, DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
+import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
+import { inSynchronousTransaction } from "./store/sqlite/tx.js";
 import type {
   InsertResult,
   JobFilter,
@@ -177,66 +171,29 @@ export class Errand extends EventEmitter<ErrandEvents> {
     return ref;
   }
 
-  /** Validates one payload and its options into a row to insert. Synchronous when the schema is. */
   private prepare<P>(
     def: JobDefinition<P, unknown>,
     payload: P,
-    options: Omit<EnqueueOptions, "tx">,
+    options: JobOptions,
     what: string,
   ): NewJob | Promise<NewJob> {
-    const row = this.prepareOptions(def, options, what);
-    const { value, json } = checkPayload(payload, this.payloadLimit, what);
-    row.payload = value;
-    row.payloadJson = json;
-    const checked = def.schema["~standard"].validate(value);
-    if (checked instanceof Promise) return checked.then((result) => accept(def, row, result, what));
-    return accept(def, row, checked, what);
-  }
-
-  private prepareOptions<P>(
-    def: JobDefinition<P, unknown>,
-    options: Omit<EnqueueOptions, "tx">,
-    what: string,
-  ): NewJob {
-    if (options.delay !== undefined && options.runAt !== undefined) {
-      throw new ValidationError(`${what}: give either delay or runAt, not both`);
-    }
-    // One shape for every row (the stores' loops over them stay monomorphic).
-    const row: NewJob = {
-      queue: def.queue,
-      name: def.name,
-      payload: null,
-      payloadJson: undefined,
-      priority: integerOption(options.priority ?? def.priority, "priority", PRIORITY_RANGE, what),
-      maxAttempts: integerOption(
-        options.maxAttempts ?? def.maxAttempts,
-        "maxAttempts",
-        MAX_ATTEMPTS_RANGE,
-        what,
-      ),
-      runAt: undefined,
-      delayMs: undefined,
-      key: null,
-    };
-    if (options.key !== undefined && options.key !== null) {
-      if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
-        throw new ValidationError(`${what}: key must be a non-empty string of at most 512 characters`);
-      }
-      row.key = options.key;
-    }
-    if (options.delay !== undefined)
-      row.delayMs = checkOption(() => parseDuration(options.delay as Duration, "delay"), what);
-    if (options.runAt !== undefined) row.runAt = parseInstant(options.runAt, what);
-    return row;
+    return prepareJob(def, payload, options, what, this.payloadLimit);
   }
 
   /**
    * Stores one job. With `key`, an existing job of the queue with that key is returned instead
-   * (created: false). With `tx`, the insert joins the caller's transaction. With a synchronous
-   * schema (zod, valibot, …) the insert is issued before this function first yields, so it also
-   * works inside better-sqlite3's synchronous `db.transaction(() => …)`.
+   * (created: false). With `tx`, the insert joins the caller's transaction. When `tx` is a
+   * better-sqlite3 Database inside a transaction (`db.transaction(() => …)` cannot wait), the job
+   * is validated and inserted before this returns, and any error is thrown synchronously — the
+   * application's transaction rolls back with it; an asynchronous schema is refused there.
    */
   enqueue<P>(job: JobRef<P>, payload: P, options: EnqueueOptions = {}): Promise<EnqueuedJob<P>> {
+    if (inSynchronousTransaction(options.tx)) {
+      this.assertOpen();
+      const def = this.resolve(job);
+      const row = prepareNow(def.name, this.prepare(def, payload, options, "payload"));
+      return Promise.resolve(this.insertNow<P>([row], options.tx)[0]);
+    }
     try {
       this.assertOpen();
       const def = this.resolve(job);
@@ -249,25 +206,38 @@ export class Errand extends EventEmitter<ErrandEvents> {
     }
   }
 
-  /** Stores many jobs of one type in one transaction. Any invalid item rejects the whole call; nothing is stored. */
-  async enqueueMany<P>(
+  /**
+   * Stores many jobs of one type in one transaction. Any invalid item rejects the whole call;
+   * nothing is stored. Inside a better-sqlite3 transaction, synchronous as `enqueue` is.
+   */
+  enqueueMany<P>(
     job: JobRef<P>,
     items: readonly EnqueueManyItem<P>[],
     options: { tx?: TxHandle } = {},
   ): Promise<EnqueuedJob<P>[]> {
+    if (!inSynchronousTransaction(options.tx)) return this.enqueueManyLater(job, items, options.tx);
     this.assertOpen();
-    if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
+    const def = this.resolve(job);
+    const rows = checkItems(items).map((item, i) =>
+      prepareNow(def.name, this.prepare(def, item.payload, item, `item ${i} payload`)),
+    );
+    return Promise.resolve(rows.length === 0 ? [] : this.insertNow<P>(rows, options.tx));
+  }
+
+  private async enqueueManyLater<P>(
+    job: JobRef<P>,
+    items: readonly EnqueueManyItem<P>[],
+    tx: TxHandle,
+  ): Promise<EnqueuedJob<P>[]> {
+    this.assertOpen();
+    checkItems(items);
     const def = this.resolve(job);
     const prepared: Array<NewJob | Promise<NewJob>> = new Array(items.length);
     let pending = false;
     try {
       for (let i = 0; i < items.length; i++) {
-        const item = items[i];
-        if (!item || typeof item !== "object" || !("payload" in item)) {
-          throw new ValidationError(`item ${i}: expected { payload, ...options }`);
-        }
-        // The item is its own options: prepareOptions reads the option fields only.
-        const row = this.prepare(def, item.payload, item, `item ${i} payload`);
+        // The item is its own options: prepareJob reads the option fields only.
+        const row = this.prepare(def, items[i].payload, items[i], `item ${i} payload`);
         if (row instanceof Promise) pending = true;
         prepared[i] = row;
       }
@@ -278,7 +248,17 @@ export class Errand extends EventEmitter<ErrandEvents> {
     }
     const rows = pending ? await Promise.all(prepared) : (prepared as NewJob[]);
     if (rows.length === 0) return [];
-    return this.afterInsert<P>(await this.store.insertJobs(rows, options.tx));
+    return this.afterInsert<P>(await this.store.insertJobs(rows, tx));
+  }
+
+  /** Inserts into the caller's better-sqlite3 transaction now (the store throws on any error). */
+  private insertNow<P>(rows: NewJob[], tx: TxHandle): EnqueuedJob<P>[] {
+    if (!this.store.insertJobsNow) {
+      throw new ValidationError(
+        `enqueue tx: a better-sqlite3 Database was passed, but this errand's jobs are in ${this.store.kind}: the job cannot join that transaction`,
+      );
+    }
+    return this.afterInsert<P>(this.store.insertJobsNow(rows, tx));
   }
 
   /**
@@ -428,60 +408,16 @@ export class Errand extends EventEmitter<ErrandEvents> {
   }
 }
 
-/** The row with its payload checked against the job's schema, or the ValidationError listing the issues. */
-function accept<P>(
-  def: JobDefinition<P, unknown>,
-  row: NewJob,
-  result: StandardSchemaV1.Result<P>,
-  what: string,
-): NewJob {
-  if (result.issues) {
-    const detail = result.issues
-      .map(
-        (i) =>
-          `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
-      )
-      .join("; ");
-    throw new ValidationError(
-      `${what} does not match the schema of job "${def.name}": ${detail}`,
-      result.issues,
-    );
+/** The items of enqueueMany, each `{ payload, ...options }`, or an error naming the first that is not. */
+function checkItems<P>(items: readonly EnqueueManyItem<P>[]): readonly EnqueueManyItem<P>[] {
+  if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (!item || typeof item !== "object" || !("payload" in item)) {
+      throw new ValidationError(`item ${i}: expected { payload, ...options }`);
+    }
   }
-  return row;
-}
-
-/** An integer option within its range, or a ValidationError naming the item. */
-function integerOption(
-  value: unknown,
-  name: string,
-  range: { min: number; max: number },
-  what: string,
-): number {
-  try {
-    return checkInteger(value, name, range);
-  } catch (err) {
-    throw new ValidationError(`${what}: ${(err as Error).message}`);
-  }
-}
-
-function checkOption<T>(fn: () => T, what: string): T {
-  try {
-    return fn();
-  } catch (err) {
-    throw new ValidationError(`${what}: ${(err as Error).message}`);
-  }
-}
-
-function parseInstant(value: Date | string, what: string): Date {
-  const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-  const date =
-    value instanceof Date ? value : typeof value === "string" && ISO.test(value) ? new Date(value) : null;
-  if (!date || Number.isNaN(date.getTime())) {
-    throw new ValidationError(
-      `${what}: runAt must be a Date or an ISO 8601 time like 2026-01-31T09:00:00Z; got ${JSON.stringify(value)}`,
-    );
-  }
-  return date;
+  return items;
 }
 
 /** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */

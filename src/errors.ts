@@ -1,4 +1,5 @@
 import { type Duration, parseDuration } from "./duration.js";
+import { checkDelay } from "./instant.js";
 
 /** Every error errand throws on purpose has a stable `code`. */
 export class ErrandError extends Error {
@@ -38,7 +39,11 @@ export class RetryableError extends ErrandError {
     this.name = "RetryableError";
     this.rateLimited = options?.rateLimited ?? false;
     if (options?.retryAfter !== undefined)
-      this.retryAfterMs = parseDuration(options.retryAfter, "retryAfter");
+      this.retryAfterMs = checkDelay(
+        parseDuration(options.retryAfter, "retryAfter"),
+        options.retryAfter,
+        "retryAfter",
+      );
   }
 }
 

@@ -16,6 +16,7 @@ import type { Command } from "commander";
 import { parseDuration } from "../duration.js";
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
+import { checkRunAt } from "../instant.js";
 import { type AnyJobDefinition, JOB_STATES, type JobState } from "../job.js";
 import type { Logger } from "../logger.js";
 import { redactCredentials } from "../redact.js";
@@ -181,17 +182,13 @@ export function parseDurationOption(value: string, flag: string): number {
   }
 }
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
-/** An ISO 8601 date or date-time. */
+/** An ISO 8601 date or date-time naming a real time errand can store (instant.ts). */
 export function parseIsoOption(value: string, flag: string): Date {
-  const date = ISO_TIME.test(value.trim()) ? new Date(value.trim()) : null;
-  if (!date || Number.isNaN(date.getTime())) {
-    throw new UsageError(
-      `${flag} must be an ISO 8601 time like 2026-01-31T09:00:00Z; got ${JSON.stringify(value)}`,
-    );
+  try {
+    return checkRunAt(value.trim(), flag);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
-  return date;
 }
 
 /** JSON text; the error says where it broke. */

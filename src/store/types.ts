@@ -192,6 +192,11 @@ export interface Store {
    * (errand's enqueue adds `created` to it).
    */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]>;
+  /**
+   * SQLite only: insertJobs on the caller's better-sqlite3 handle, synchronously — done before it
+   * returns, any error thrown — so that it can run inside `db.transaction(() => …)`.
+   */
+  insertJobsNow?(jobs: NewJob[], tx: TxHandle): InsertResult[];
   getJob(id: string): Promise<JobRecord | null>;
   listJobs(filter: JobFilter): Promise<JobPage>;
   stats(): Promise<QueueStats[]>;

@@ -7,6 +7,7 @@ import {
   toError,
   ValidationError,
 } from "../errors.js";
+import { checkDelay } from "../instant.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import { storableJson, storableText } from "../payload.js";
@@ -115,7 +116,7 @@ export class ActiveJob implements JobContext {
   };
 
   readonly snooze = (delay: Duration): never => {
-    throw new SnoozeSignal(parseDuration(delay, "snooze delay"));
+    throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
   };
 
   readonly completeInTransaction = async <T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> => {

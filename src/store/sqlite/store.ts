@@ -60,6 +60,7 @@ import {
   type WorkerRow,
   workerFromRow,
 } from "./rows.js";
+import { checkTxHandle } from "./tx.js";
 import { type CommitWatch, watchCommits } from "./watch.js";
 
 export interface SqliteStoreOptions {
@@ -302,37 +303,39 @@ export class SqliteStore implements Store {
   // ── enqueue ──────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Without `tx`: one BEGIN IMMEDIATE transaction for the batch. With `tx` (a better-sqlite3
-   * Database): the inserts run on that handle, synchronously before this returns its promise,
-   * so that `db.transaction(() => { ...; errand.enqueue(..., { tx: db }) })()` gets the job
-   * inside its transaction; if the handle has no transaction open, the batch gets its own.
+   * Without `tx`: one BEGIN IMMEDIATE transaction for the batch. With `tx`: see insertJobsNow —
+   * done before this returns its promise, so `db.transaction(() => …)` gets the jobs.
    * Keyless rows go up to 500 per statement (insert.ts; bench/sqlite-store.ts measures).
    */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
-    if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
     if (tx !== undefined && tx !== null) {
       try {
-        if (!isDatabase(tx)) {
-          throw new ValidationError(
-            `enqueue tx: the SQLite store joins the transaction of a better-sqlite3 Database — pass that Database as tx; got ${describe(tx)}`,
-          );
-        }
-        if (!tx.open)
-          throw new ValidationError("enqueue tx: the better-sqlite3 Database passed as tx is closed");
-        const insert = () => insertJobsOn(tx, this.statements, jobs);
-        const results = tx.inTransaction ? insert() : tx.transaction(insert).immediate();
-        this.notifyCreated(results);
-        return Promise.resolve(results);
+        return Promise.resolve(this.insertJobsNow(jobs, tx));
       } catch (err) {
         return Promise.reject(err);
       }
     }
+    if (this.closed) return Promise.reject(new ErrandError("ERR_CLOSED", "the SQLite store is closed"));
     return this.run(() => {
       if (jobs.length === 0) return [];
       const results = this.db.transaction(() => insertJobsOn(this.db, this.statements, jobs)).immediate();
       this.notifyCreated(results);
       return results;
     });
+  }
+
+  /**
+   * The inserts run on `tx` (a better-sqlite3 Database on errand's file, tx.ts) synchronously,
+   * inside its open transaction — or, if it has none, in one of their own; any error is thrown,
+   * so that an application's `db.transaction(() => …)` rolls back with it.
+   */
+  insertJobsNow(jobs: NewJob[], tx: TxHandle): InsertResult[] {
+    if (this.closed) throw new ErrandError("ERR_CLOSED", "the SQLite store is closed");
+    const db = checkTxHandle(tx, this.db, this.statements);
+    const insert = () => insertJobsOn(db, this.statements, jobs);
+    const results = db.inTransaction ? insert() : db.transaction(insert).immediate();
+    this.notifyCreated(results);
+    return results;
   }
 
   private notifyCreated(results: InsertResult[]): void {

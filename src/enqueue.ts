@@ -1,0 +1,132 @@
+/**
+ * Enqueue preparation: one payload and its options checked into the row a store inserts, before
+ * anything is stored. Synchronous when the job's schema is; inside a better-sqlite3 transaction
+ * it must be (`prepareNow`).
+ */
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { type Duration, parseDuration } from "./duration.js";
+import { ValidationError } from "./errors.js";
+import { checkDelay, checkRunAt } from "./instant.js";
+import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
+import { checkPayload } from "./payload.js";
+import type { NewJob } from "./store/types.js";
+
+/** The options of one job (EnqueueOptions without `tx`). */
+export interface JobOptions {
+  priority?: number;
+  delay?: Duration;
+  runAt?: Date | string;
+  maxAttempts?: number;
+  key?: string;
+}
+
+/**
+ * Validates one payload and its options into a row to insert; `what` names the item in errors
+ * ("payload", "item 3 payload"). A promise only when the schema answers with one.
+ */
+export function prepareJob<P>(
+  def: JobDefinition<P, unknown>,
+  payload: P,
+  options: JobOptions,
+  what: string,
+  payloadLimit: number,
+): NewJob | Promise<NewJob> {
+  const row = prepareOptions(def, options, what);
+  const { value, json } = checkPayload(payload, payloadLimit, what);
+  row.payload = value;
+  row.payloadJson = json;
+  const checked = def.schema["~standard"].validate(value);
+  if (checked instanceof Promise) return checked.then((result) => accept(def, row, result, what));
+  return accept(def, row, checked, what);
+}
+
+/**
+ * The row, which must be ready now: inside better-sqlite3's `db.transaction(() => …)` an
+ * asynchronous schema would answer after the transaction ended — committed without the job, or
+ * rolled back with the job inserted afterwards — so it is refused.
+ */
+export function prepareNow(jobName: string, row: NewJob | Promise<NewJob>): NewJob {
+  if (!(row instanceof Promise)) return row;
+  row.catch(() => {}); // its outcome no longer matters
+  throw new ValidationError(
+    `job "${jobName}" has an asynchronous schema, but enqueue inside a better-sqlite3 transaction must be synchronous (the transaction cannot wait for it): use a synchronous schema, or validate the payload before the transaction`,
+  );
+}
+
+function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, what: string): NewJob {
+  if (options.delay !== undefined && options.runAt !== undefined) {
+    throw new ValidationError(`${what}: give either delay or runAt, not both`);
+  }
+  // One shape for every row (the stores' loops over them stay monomorphic).
+  const row: NewJob = {
+    queue: def.queue,
+    name: def.name,
+    payload: null,
+    payloadJson: undefined,
+    priority: integerOption(options.priority ?? def.priority, "priority", PRIORITY_RANGE, what),
+    maxAttempts: integerOption(
+      options.maxAttempts ?? def.maxAttempts,
+      "maxAttempts",
+      MAX_ATTEMPTS_RANGE,
+      what,
+    ),
+    runAt: undefined,
+    delayMs: undefined,
+    key: null,
+  };
+  if (options.key !== undefined && options.key !== null) {
+    if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
+      throw new ValidationError(`${what}: key must be a non-empty string of at most 512 characters`);
+    }
+    row.key = options.key;
+  }
+  const { delay, runAt } = options;
+  if (delay !== undefined)
+    row.delayMs = checkOption(() => checkDelay(parseDuration(delay, "delay"), delay), what);
+  if (runAt !== undefined) row.runAt = checkOption(() => checkRunAt(runAt), what);
+  return row;
+}
+
+/** The row with its payload checked against the job's schema, or the ValidationError listing the issues. */
+function accept<P>(
+  def: JobDefinition<P, unknown>,
+  row: NewJob,
+  result: StandardSchemaV1.Result<P>,
+  what: string,
+): NewJob {
+  if (result.issues) {
+    const detail = result.issues
+      .map(
+        (i) =>
+          `${i.path?.length ? `${i.path.map((p) => (typeof p === "object" ? p.key : p)).join(".")}: ` : ""}${i.message}`,
+      )
+      .join("; ");
+    throw new ValidationError(
+      `${what} does not match the schema of job "${def.name}": ${detail}`,
+      result.issues,
+    );
+  }
+  return row;
+}
+
+/** An integer option within its range, or a ValidationError naming the item. */
+function integerOption(
+  value: unknown,
+  name: string,
+  range: { min: number; max: number },
+  what: string,
+): number {
+  try {
+    return checkInteger(value, name, range);
+  } catch (err) {
+    throw new ValidationError(`${what}: ${(err as Error).message}`);
+  }
+}
+
+function checkOption<T>(fn: () => T, what: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new ValidationError(`${what}: ${(err as Error).message}`);
+  }
+}
