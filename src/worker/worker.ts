@@ -153,6 +153,7 @@ export class Worker {
     if (this.started) return this;
     this.started = true;
     const { store, log } = this.deps;
+    store.useLease?.(this.leaseMs);
     this.unsubscribe = store.onJobsAvailable((queue) => {
       for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
     });

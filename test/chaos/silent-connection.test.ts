@@ -182,7 +182,10 @@ describe("silent PostgreSQL connections", { skip }, () => {
     // The lease expires a lease after the last heartbeat; the server drops the silent
     // transaction a lease or so after its last statement; the rescuer runs every half lease.
     const bound = 5 * LEASE_MS + 10_000;
-    const completed = await eventually(async () => (await admin.getJob(job.id))?.state === "completed", bound);
+    const completed = await eventually(
+      async () => (await admin.getJob(job.id))?.state === "completed",
+      bound,
+    );
     const locks = await idleInTransaction(schema.schema);
     assert.ok(
       completed,
