@@ -59,8 +59,13 @@ describe("silent PostgreSQL connections", { skip }, () => {
   });
   after(async () => {
     // Whatever a failed test left hanging: drop every proxied connection first.
+    proxy.resume();
     proxy.cut();
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    for (const cleanup of cleanups.reverse()) {
+      console.error("cleanup", cleanup.toString().slice(0, 80));
+      await cleanup().catch(() => {});
+    }
+    console.error("cleanups done");
     await proxy.close();
     await schema.drop();
   });
@@ -158,9 +163,13 @@ describe("silent PostgreSQL connections", { skip }, () => {
       jobs: [effect],
     });
     cleanups.push(() => silentErrand.close());
-    const silentWorker = silentErrand.work({ "silent-b": { concurrency: 1 } }, { lease: LEASE_MS });
+    const silentWorker = silentErrand.work(
+      { "silent-b": { concurrency: 1 } },
+      { lease: LEASE_MS, shutdownTimeout: 1_000 },
+    );
+    let stopped = false;
     cleanups.push(async () => {
-      await silentWorker.stop();
+      if (!stopped) await silentWorker.stop();
     });
     const job = await admin.enqueue(effect, {});
     await within(reachedTx, 30_000, "the first attempt inside completeInTransaction");
@@ -199,6 +208,13 @@ describe("silent PostgreSQL connections", { skip }, () => {
     assert.deepEqual(attempts, ["first", "again"]);
     assert.equal(await idleInTransaction(schema.schema), 0, "no backend of ours is left idle in transaction");
     assert.ok(Date.now() - silentAt < bound);
+
+    // The silent worker never reaches the database again (new connections are held too): its
+    // stop() gives up on the outcome it cannot record, and close() does not wait either.
+    await within(silentWorker.stop(), 90_000, "stop() of a worker whose database went silent");
+    stopped = true;
+    await within(silentErrand.close(), 30_000, "close() of a store whose connections went silent");
+    proxy.resume();
   });
 });
 

@@ -24,6 +24,7 @@
  * connection that does not answer within a lease costs the jobs their leases anyway.
  */
 import pg from "pg";
+import { ValidationError } from "../../errors.js";
 
 export interface ConnectionLimits {
   /** Client side: a statement unanswered this long fails and its connection is destroyed. */
@@ -259,4 +260,35 @@ export async function inTransaction<T>(
     client.off("error", onError);
     client.release(broken);
   }
+}
+
+/** What errand's statements run on: the pool, or one client. */
+export interface Queryable {
+  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+}
+
+/** Runs `fn` again (up to 3 times) when Postgres aborted it to break a deadlock (40P01). */
+export async function retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { code?: string }).code !== "40P01" || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** The caller's transaction handle must be a connected node-postgres client, not a pool. */
+export function asClient(tx: unknown): Queryable {
+  if (typeof tx !== "object" || tx === null || typeof (tx as { query?: unknown }).query !== "function") {
+    throw new ValidationError(
+      `tx must be a node-postgres client inside the caller's transaction (a pg.Client, or a client from pool.connect() after BEGIN); got ${tx === null ? "null" : typeof tx === "object" ? (tx.constructor?.name ?? "an object") + " without a query() method" : typeof tx}`,
+    );
+  }
+  if ("totalCount" in tx && "idleCount" in tx) {
+    throw new ValidationError(
+      "tx is a pg.Pool: each statement on a pool may run on another connection, outside your transaction. Pass the client from `const client = await pool.connect(); await client.query('BEGIN')`",
+    );
+  }
+  return tx as Queryable;
 }

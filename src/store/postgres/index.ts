@@ -43,6 +43,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import {
+  asClient,
   type ConnectionLimits,
   createPool,
   DEFAULT_LEASE_MS,
@@ -51,6 +52,8 @@ import {
   isReadTimeout,
   limitsForLease,
   listenClientConfig,
+  type Queryable,
+  retryOnDeadlock,
   SilentConnectionError,
   SLOW_MS,
   statementTimeout,
@@ -137,10 +140,6 @@ const OUTCOME_KINDS = new Set<OutcomeKind>([
   "cancelled",
 ]);
 
-interface Queryable {
-  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
-}
-
 /** Thrown inside a transaction to roll it back without an error reaching the caller. */
 class Rollback {}
 
@@ -173,32 +172,6 @@ function serialize(value: unknown, what: string): string {
       `${what} contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store`,
     );
   return text;
-}
-
-/** Runs `fn` again (up to 3 times) when Postgres aborted it to break a deadlock (40P01). */
-async function retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if ((err as { code?: string }).code !== "40P01" || attempt >= 3) throw err;
-    }
-  }
-}
-
-/** The caller's transaction handle must be a connected node-postgres client, not a pool. */
-function asClient(tx: unknown): Queryable {
-  if (typeof tx !== "object" || tx === null || typeof (tx as { query?: unknown }).query !== "function") {
-    throw new ValidationError(
-      `tx must be a node-postgres client inside the caller's transaction (a pg.Client, or a client from pool.connect() after BEGIN); got ${tx === null ? "null" : typeof tx === "object" ? (tx.constructor?.name ?? "an object") + " without a query() method" : typeof tx}`,
-    );
-  }
-  if ("totalCount" in tx && "idleCount" in tx) {
-    throw new ValidationError(
-      "tx is a pg.Pool: each statement on a pool may run on another connection, outside your transaction. Pass the client from `const client = await pool.connect(); await client.query('BEGIN')`",
-    );
-  }
-  return tx as Queryable;
 }
 
 /**
