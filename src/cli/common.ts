@@ -69,6 +69,8 @@ export interface OpenOptions {
   mustExist?: boolean;
   logger?: Logger;
   jobs?: readonly AnyJobDefinition[];
+  /** Wait for an unreachable store (retry with backoff, log each attempt) up to `maxMs`. */
+  wait?: { log: Logger; maxMs: number };
 }
 
 /** Opens errand on the URL the global options name; store failures become one-line errors. */
@@ -89,14 +91,18 @@ export async function openFromOptions(opts: GlobalOptions, options: OpenOptions 
     import("../errand.js"),
     import("../logger.js"),
   ]);
-  try {
-    return await openErrand({
+  const open = () =>
+    openErrand({
       url,
       schema: opts.schema,
       logger: options.logger ?? silentLogger(),
       jobs: options.jobs,
       mustExist: options.mustExist,
     });
+  try {
+    if (!options.wait) return await open();
+    const { openWhenReachable } = await import("./wait-for-store.js");
+    return await openWhenReachable(open, { ...options.wait, what: `the errand store at ${redact(url)}` });
   } catch (err) {
     if (isUserError(err)) throw err;
     throw new CliError(

@@ -25,6 +25,7 @@ interface WorkerCliOptions {
   shutdownTimeout: string;
   lease: string;
   pollInterval: string;
+  waitForStore: string;
 }
 
 export function registerWorker(program: Command): void {
@@ -56,6 +57,11 @@ export function registerWorker(program: Command): void {
       "15s",
     )
     .option("--poll-interval <duration>", "safety-net poll when no wake-up arrives", "2s")
+    .option(
+      "--wait-for-store <duration>",
+      "at start, how long to wait for a store that cannot be reached (retrying with backoff, each attempt logged); 0 fails at once, `forever` never gives up",
+      "forever",
+    )
     .addHelpText(
       "after",
       `
@@ -91,6 +97,10 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
   const pollMs = parseDurationOption(opts.pollInterval, "--poll-interval");
   if (pollMs < 1)
     throw new UsageError(`--poll-interval must be at least 1ms; got ${JSON.stringify(opts.pollInterval)}`);
+  const waitMs =
+    opts.waitForStore.trim() === "forever"
+      ? Number.POSITIVE_INFINITY
+      : parseDurationOption(opts.waitForStore, "--wait-for-store");
   const concurrency = parseConcurrency(opts.concurrency ?? []);
   const selected = (opts.queue ?? [])
     .flatMap((q) => q.split(","))
@@ -99,7 +109,8 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
   const jobs = await loadJobs(jobsModuleOption(opts.jobs));
 
   const log = await cliLogger();
-  const errand = await openFromOptions(globals(cmd), { jobs, logger: log });
+  // A worker may start before its database (containers, failover): it waits and says so.
+  const errand = await openFromOptions(globals(cmd), { jobs, logger: log, wait: { log, maxMs: waitMs } });
   try {
     const spec = queueSpec(errand.queueNames, selected, concurrency);
     logStore(globals(cmd), errand, log); // once the command line is known to be right

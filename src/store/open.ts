@@ -61,7 +61,14 @@ export async function openStore(url: string = DEFAULT_URL, options: OpenStoreOpt
       store = openSqliteStore({ path: target.path, onWatchError: sqliteWatchWarning(options.logger) });
     } else {
       const { openPostgresStore } = await import("./postgres/index.js");
-      store = openPostgresStore({ url: target.url, schema: options.schema });
+      store = openPostgresStore({
+        url: target.url,
+        schema: options.schema,
+        // Dropped connections and silent ones (no answer within about a lease) are recovered
+        // from by the store; an operator still wants to see them.
+        onError: (err) =>
+          options.logger?.warn({ err }, "PostgreSQL connection trouble; errand reconnects by itself"),
+      });
     }
   }
   return store;

@@ -287,6 +287,12 @@ export interface Store {
    * entry in the pending index that each later claim steps over until a vacuum removes it.
    */
   upkeep?(): Promise<void>;
+
+  /**
+   * A worker's lease, told at its start (the shortest counts): Postgres sizes its connection
+   * timeouts from it, so a connection that went silent is dropped within about a lease.
+   */
+  useLease?(leaseMs: number): void;
 }
 
 export type { AttemptRecord };

@@ -180,6 +180,7 @@ export class Worker {
     if (this.started) return this;
     this.started = true;
     const { store, log } = this.deps;
+    store.useLease?.(this.leaseMs);
     this.unsubscribe = store.onJobsAvailable((queue) => {
       for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
     });
@@ -542,7 +543,10 @@ export class Worker {
       released = this.active.size;
       log.warn({ released }, "shutdown timeout reached: aborting running jobs and returning them to pending");
       this.abortRunning();
-      await this.allSettled();
+      // Draining now tells the completer to give up after a few failed writes: with the store
+      // unreachable, the aborted jobs' outcomes would otherwise be retried forever and stop()
+      // would never return (their leases expire and rescuers take the jobs back).
+      await Promise.all([this.allSettled(), this.completer.drain()]);
     }
     await this.completer.drain();
     for (const timer of this.timers) clearInterval(timer);

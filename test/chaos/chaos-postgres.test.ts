@@ -1,6 +1,7 @@
 /**
  * Chaos on PostgreSQL: four worker processes, kill -9, SIGSTOP/SIGCONT, pg_terminate_backend of
- * the workers' connections and a restart of the server, at random moments; handlers that hang,
+ * the workers' connections, black holes (every open connection of the workers goes silent for
+ * 2-4 leases, through a loopback proxy: proxy.ts) and a restart of the server, at random moments; handlers that hang,
  * throw synchronously or reject after their deadline. See run.ts and check.ts.
  *
  * The server is a PRIVATE PostgreSQL 15 cluster (initdb into a temp folder, a free port, run as
@@ -14,6 +15,7 @@ import pg from "pg";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/index.js";
 import { effectTableSql } from "../fixtures/chaos-jobs.js";
 import { type PrivatePostgres, privatePostgresUnavailable, startPrivatePostgres } from "./harness.js";
+import { TcpProxy } from "./proxy.js";
 import { chaosRun } from "./run.js";
 
 const unavailable = privatePostgresUnavailable();
@@ -25,18 +27,24 @@ const SCHEMA = "errand_chaos";
 let server: PrivatePostgres | undefined;
 let store: PostgresStore | undefined;
 let pool: pg.Pool | undefined;
+let proxy: TcpProxy | undefined;
 after(async () => {
+  await proxy?.close();
   await store?.close().catch(() => {});
   await pool?.end().catch(() => {});
   server?.destroy();
 });
 
-test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_terminate_backend and a server restart", {
+test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_terminate_backend, black-holed connections and a server restart", {
   skip: unavailable ?? false,
   timeout: 420_000,
 }, async () => {
   server = await startPrivatePostgres();
   const url = server.url;
+  // The workers connect through a loopback proxy that can black-hole their connections.
+  proxy = new TcpProxy({ host: "127.0.0.1", port: server.port });
+  await proxy.listen();
+  const px = proxy;
   // The test's own connections are named apart, so pg_terminate_backend cuts only the workers'.
   pool = new pg.Pool({ connectionString: url, max: 4, application_name: "chaos-inspector" });
   pool.on("error", () => {});
@@ -57,10 +65,16 @@ test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_term
   const srv = server;
   const result = await chaosRun({
     label: "postgres",
-    url,
+    url: px.url(url),
     schema: SCHEMA,
     store,
-    faults: { kill9: 3, stop: 3, terminate: 3, restart: 0 },
+    faults: { kill9: 3, stop: 3, terminate: 3, restart: 0, blackhole: 2 },
+    blackhole() {
+      const n = px.connections;
+      px.pause({ newConnections: "pass" });
+      return n;
+    },
+    heal: () => px.resume(),
     async terminate(rand) {
       return admin(async (c) => {
         const { rows } = await c.query(
@@ -84,6 +98,7 @@ test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_term
   assert.deepEqual(result.verdict.violations, [], result.summary);
   assert.equal(result.faults.restart, 1, "the server was restarted once");
   assert.ok(result.faults.terminate > 0 || result.faults.kill9 > 0, "connection faults were injected");
+  assert.ok(result.faults.blackhole > 0, "connections were black-holed");
   assert.equal(result.verdict.stats.lost, 0);
   assert.equal(result.verdict.stats.duplicateEffects, 0);
 });

@@ -31,7 +31,7 @@ import {
   whenReady,
 } from "./harness.js";
 
-export type FaultKind = "kill9" | "stop" | "terminate" | "restart";
+export type FaultKind = "kill9" | "stop" | "terminate" | "restart" | "blackhole";
 
 export interface ChaosTarget {
   label: string;
@@ -48,6 +48,12 @@ export interface ChaosTarget {
   terminate?(pick: () => number): Promise<number>;
   /** Restarts the database server. */
   restart?(): Promise<void>;
+  /**
+   * Black-holes the workers' open connections (silent, not closed; new ones get through);
+   * returns how many. `heal` lets them carry bytes again.
+   */
+  blackhole?(): number;
+  heal?(): void;
 }
 
 export interface ChaosResult {
@@ -168,6 +174,8 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
     const weight = kinds.reduce((s, [, w]) => s + w, 0);
     let restarted = !target.restart;
     const restartAfter = 4000 + rand() * 6000;
+    // The first fault is a black hole where the store has them (a run can end after few faults).
+    let blackholed = !target.blackhole;
     let enqueued = false;
     enqueuing.then(
       () => {
@@ -187,11 +195,12 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
         continue;
       }
       let r = rand() * weight;
-      const [kind] =
-        kinds.find(([, w]) => {
-          r -= w;
-          return r < 0;
-        }) ?? kinds[0];
+      const [kind] = !blackholed
+        ? (["blackhole"] as const)
+        : (kinds.find(([, w]) => {
+            r -= w;
+            return r < 0;
+          }) ?? kinds[0]);
       const running = [...procs].filter((p) => !stopped.has(p));
       if (kind === "kill9") {
         if (running.length === 0) continue;
@@ -214,6 +223,20 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
           LEASE_MS * (1.2 + rand() * 1.8),
         );
         timers.add(timer);
+      } else if (kind === "blackhole" && target.blackhole) {
+        faults.blackhole++;
+        blackholed = true;
+        faults.connectionsBlackholed = (faults.connectionsBlackholed ?? 0) + target.blackhole();
+        // Silent for 2-4 leases: past the query timeout (about a lease), so the workers must
+        // notice and reconnect; then what is left of them carries bytes again.
+        const timer = setTimeout(
+          () => {
+            timers.delete(timer);
+            target.heal?.();
+          },
+          LEASE_MS * (2 + rand() * 2),
+        );
+        timers.add(timer);
       } else if (kind === "terminate" && target.terminate) {
         faults.terminate++;
         faults.connectionsCut = (faults.connectionsCut ?? 0) + (await target.terminate(rand).catch(() => 0));
@@ -221,6 +244,7 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
     }
     await enqueuing;
     for (const timer of timers) clearTimeout(timer);
+    target.heal?.();
     for (const p of stopped) signal(p, "SIGCONT");
     stopped.clear();
     if (procs.size === 0) launch();

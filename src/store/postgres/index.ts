@@ -15,7 +15,8 @@
  * - LISTEN/NOTIFY wakes idle workers (notifier.ts); polling remains the safety net.
  * - The pool survives killed connections and server restarts: a broken client is dropped, the
  *   next query opens a new one; a method whose connection died throws (the worker backs off and
- *   retries). Idle-client errors never crash the process.
+ *   retries). Idle-client errors never crash the process. A silent connection (no answer at
+ *   all) is bounded by timeouts sized from the lease (connection.ts).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
@@ -41,6 +42,25 @@ import type {
   TxHandle,
   WorkerInfo,
 } from "../types.js";
+import {
+  asClient,
+  type ConnectionLimits,
+  createPool,
+  DEFAULT_LEASE_MS,
+  endPool,
+  inTransaction,
+  isReadTimeout,
+  limitsForLease,
+  listenClientConfig,
+  type Queryable,
+  retryOnDeadlock,
+  SilentConnectionError,
+  SLOW_MS,
+  statementTimeout,
+  timed,
+  trackClients,
+  UNBOUNDED_MS,
+} from "./connection.js";
 import { insertChunks, insertValues } from "./insert.js";
 import { LATEST_VERSION, MIGRATIONS } from "./migrations.js";
 import { Notifier } from "./notifier.js";
@@ -120,10 +140,6 @@ const OUTCOME_KINDS = new Set<OutcomeKind>([
   "cancelled",
 ]);
 
-interface Queryable {
-  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
-}
-
 /** Thrown inside a transaction to roll it back without an error reaching the caller. */
 class Rollback {}
 
@@ -158,32 +174,6 @@ function serialize(value: unknown, what: string): string {
   return text;
 }
 
-/** Runs `fn` again (up to 3 times) when Postgres aborted it to break a deadlock (40P01). */
-async function retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if ((err as { code?: string }).code !== "40P01" || attempt >= 3) throw err;
-    }
-  }
-}
-
-/** The caller's transaction handle must be a connected node-postgres client, not a pool. */
-function asClient(tx: unknown): Queryable {
-  if (typeof tx !== "object" || tx === null || typeof (tx as { query?: unknown }).query !== "function") {
-    throw new ValidationError(
-      `tx must be a node-postgres client inside the caller's transaction (a pg.Client, or a client from pool.connect() after BEGIN); got ${tx === null ? "null" : typeof tx === "object" ? (tx.constructor?.name ?? "an object") + " without a query() method" : typeof tx}`,
-    );
-  }
-  if ("totalCount" in tx && "idleCount" in tx) {
-    throw new ValidationError(
-      "tx is a pg.Pool: each statement on a pool may run on another connection, outside your transaction. Pass the client from `const client = await pool.connect(); await client.query('BEGIN')`",
-    );
-  }
-  return tx as Queryable;
-}
-
 /**
  * The leases that can name a row, in id order: statements over several rows lock them in the
  * same order, so two of them cannot deadlock.
@@ -214,6 +204,11 @@ export class PostgresStore implements Store {
   private readonly vacuumDeadRows: number;
   /** The connection of a running upkeep vacuum: close() drops it rather than wait (a vacuum can take a minute). */
   private vacuumClient: pg.PoolClient | null = null;
+  /** Timeouts, from the lease of the workers using this store (useLease) or the default lease. */
+  private limits: ConnectionLimits = limitsForLease(DEFAULT_LEASE_MS);
+  private leaseMs: number | null = null;
+  /** The clients of an owned pool, so close() can destroy silent ones (connection.ts endPool). */
+  private readonly clients: Set<pg.Client>;
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? "errand";
@@ -244,14 +239,8 @@ export class PostgresStore implements Store {
     this.ownsPool = !options.pool;
     this.pool =
       options.pool ??
-      new pg.Pool({
-        connectionString: options.url,
-        max: options.poolSize ?? 10,
-        application_name: `errand:${schema}`,
-        keepAlive: true,
-        connectionTimeoutMillis: 10_000,
-        idleTimeoutMillis: 30_000,
-      });
+      createPool({ url: options.url as string, schema, max: options.poolSize ?? 10, limits: this.limits });
+    this.clients = this.ownsPool ? trackClients(this.pool) : new Set();
     // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
     // pool; without a handler that would crash the process. The pool drops the client itself.
     this.pool.on("error", this.poolErrorHandler);
@@ -274,13 +263,10 @@ export class PostgresStore implements Store {
       channel: Q.channelName(schema),
       onError: (err) => this.report(err),
       createClient: () =>
-        new pg.Client({
-          ...(url ? { connectionString: url } : poolOptions),
-          application_name: `errand-listen:${schema}`,
-          keepAlive: true,
-          keepAliveInitialDelayMillis: 10_000,
-          connectionTimeoutMillis: 10_000,
-        }),
+        new pg.Client(listenClientConfig(url ? { connectionString: url } : poolOptions, schema, this.limits)),
+      // A silent LISTEN connection delivers nothing and says nothing: a check every lease finds it.
+      checkEveryMs: () => this.limits.statementMs,
+      onSilent: (ms) => this.report(new SilentConnectionError("the LISTEN connection's check", ms)),
     });
   }
 
@@ -294,46 +280,64 @@ export class PostgresStore implements Store {
 
   // ── plumbing ────────────────────────────────────────────────────────────────────────────
 
-  private run(
+  private async run(
     name: QueryName,
     values: unknown[] = [],
     on: Queryable = this.pool,
     prepared = true,
   ): Promise<pg.QueryResult> {
     const statement = prepared ? this.names[name] : undefined;
-    return on.query(
-      statement ? { name: statement, text: this.sql[name], values } : { text: this.sql[name], values },
-    );
+    const query_timeout = statementTimeout(name, this.limits);
+    try {
+      return await on.query(
+        timed(
+          statement ? { name: statement, text: this.sql[name], values } : { text: this.sql[name], values },
+          query_timeout,
+        ),
+      );
+    } catch (err) {
+      throw this.silent(err, name, query_timeout);
+    }
+  }
+
+  /** A statement past its timeout becomes a SilentConnectionError, reported once (a warning). */
+  private silent(err: unknown, what: string, ms: number): unknown {
+    if (!isReadTimeout(err) || err instanceof SilentConnectionError) return err;
+    const silent = new SilentConnectionError(what, ms);
+    this.report(silent);
+    return silent;
   }
 
   /**
-   * Runs `fn` in a transaction on one pool client. A client whose connection broke is destroyed
-   * rather than returned to the pool. `Rollback` thrown by `fn` rolls back and returns undefined.
+   * Runs `fn` in a transaction with server-side limits (connection.ts inTransaction):
+   * `statementMs` is its statement_timeout. `Rollback` thrown by `fn` rolls back and returns it.
    */
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T | typeof Rollback> {
-    const client = await this.pool.connect();
-    // A checked-out client has no error listener of the pool's: keep the process alive if its
-    // connection dies between our statements.
-    const onClientError = (err: Error) => this.report(err);
-    client.on("error", onClientError);
-    let broken: Error | undefined;
+  private async transaction<T>(
+    fn: (client: pg.PoolClient) => Promise<T>,
+    statementMs = this.limits.statementMs,
+  ): Promise<T | typeof Rollback> {
     try {
-      await client.query("BEGIN");
-      const value = await fn(client);
-      await client.query("COMMIT");
-      return value;
+      return await inTransaction(this.pool, this.limits, statementMs, (err) => this.report(err), fn);
     } catch (err) {
-      try {
-        await client.query("ROLLBACK");
-      } catch (rollbackErr) {
-        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
-      }
       if (err instanceof Rollback) return Rollback;
-      throw err;
-    } finally {
-      client.off("error", onClientError);
-      client.release(broken);
+      throw this.silent(err, "a transaction's statement", this.limits.queryMs);
     }
+  }
+
+  /**
+   * Sizes the connection timeouts from a worker's lease (the shortest, when several workers
+   * share the store): a connection silent for a lease is dropped. Called by the worker at start.
+   */
+  useLease(leaseMs: number): void {
+    if (!(leaseMs > 0) || (this.leaseMs !== null && leaseMs >= this.leaseMs)) return;
+    this.leaseMs = leaseMs;
+    this.limits = limitsForLease(leaseMs);
+    // Connections opened from now on; the statements errand sends name their timeout anyway.
+    if (this.ownsPool)
+      Object.assign(this.pool.options, {
+        query_timeout: this.limits.queryMs,
+        connectionTimeoutMillis: this.limits.connectMs,
+      });
   }
 
   /** Runs notifications for in-process listeners when the LISTEN connection was not yet (or no longer) up. */
@@ -355,21 +359,24 @@ export class PostgresStore implements Store {
       this.checkNewer(current);
       return;
     }
+    // No statement_timeout: a migration may rewrite a big table (connection.ts UNBOUNDED_MS).
     await this.transaction(async (client) => {
-      await client.query({ text: this.sql.MIGRATE_LOCK, values: [`errand.migrate:${this.schema}`] });
+      await client.query(
+        timed({ text: this.sql.MIGRATE_LOCK, values: [`errand.migrate:${this.schema}`] }, UNBOUNDED_MS),
+      );
       await client.query(this.sql.MIGRATE_CREATE_SCHEMA);
       await client.query(this.sql.MIGRATE_CREATE_TABLE);
       const applied = (await this.appliedMigrations(client)) ?? new Map<number, boolean>();
       this.checkNewer(applied);
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        await client.query(Q.bindSchema(migration.sql, this.schema));
+        await client.query(timed({ text: Q.bindSchema(migration.sql, this.schema) }, UNBOUNDED_MS));
         await client.query({
           text: this.sql.MIGRATE_RECORD,
           values: [migration.version, migration.name, migration.breaking ?? false],
         });
       }
-    });
+    }, 0);
   }
 
   /** Applied versions (version → breaking), or null when the migrations table does not exist yet. */
@@ -400,7 +407,8 @@ export class PostgresStore implements Store {
     this.vacuumClient = null;
     vacuuming?.release(new Error("store closed during vacuum"));
     await this.notifier.close();
-    if (this.ownsPool) await this.pool.end();
+    // Bounded: statements on silent connections get a query timeout to come back, then are destroyed.
+    if (this.ownsPool) await endPool(this.pool, this.clients, this.limits.queryMs);
     else this.pool.off("error", this.poolErrorHandler);
   }
 
@@ -474,8 +482,9 @@ export class PostgresStore implements Store {
       results = await retryOnDeadlock(async () =>
         chunks.length === 1
           ? this.insertOn(this.pool, jobs, payloads, chunks, true)
-          : ((await this.transaction((c) =>
-              this.insertOn(c, jobs, payloads, chunks, true),
+          : ((await this.transaction(
+              (c) => this.insertOn(c, jobs, payloads, chunks, true),
+              SLOW_MS,
             )) as InsertResult[]),
       );
     }
@@ -617,7 +626,7 @@ export class PostgresStore implements Store {
     return (await this.transaction(async (client) => {
       await client.query(this.sql.NO_JIT);
       return fn(client);
-    })) as T;
+    }, SLOW_MS)) as T;
   }
 
   async stats(): Promise<QueueStats[]> {

@@ -7,7 +7,9 @@
  * get that queue name.
  *
  * The connection is opened when the first listener subscribes and closed with the last one.
- * When it drops (server restart, pg_terminate_backend, network) it reconnects with exponential
+ * A `SELECT 1` every `checkEveryMs` (bounded by the client's query_timeout) finds a connection
+ * gone silent, which would otherwise deliver nothing and report nothing, forever.
+ * When it drops (server restart, pg_terminate_backend, network, silence) it reconnects with exponential
  * backoff (100 ms doubling to 5 s, jittered) forever, and after every re-LISTEN (or a first
  * LISTEN that needed retries) calls the listeners with `null`: notifications sent while it was
  * away are lost, so every queue may have work. It never logs and never throws: errors go to
@@ -15,6 +17,7 @@
  * listeners of its own inserts directly (index.ts), so a subscribe-then-enqueue is never missed.
  */
 import type pg from "pg";
+import { destroyClient, endClient, isReadTimeout } from "./connection.js";
 import { quoteIdent } from "./queries.js";
 
 export interface NotifierOptions {
@@ -24,6 +27,13 @@ export interface NotifierOptions {
   onError?: (err: Error) => void;
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /**
+   * How often to check the connection with `SELECT 1` (the client's query_timeout bounds it). A
+   * connection gone silent delivers no notification and no error: only a statement finds it.
+   */
+  checkEveryMs?: () => number;
+  /** The check got no answer (the connection is then dropped and reopened). */
+  onSilent?: (ms: number) => void;
 }
 
 type Listener = (queue: string | null) => void;
@@ -38,6 +48,7 @@ export class Notifier {
   /** Bumped on every (re)connect and on stop: events of an older connection are ignored. */
   private generation = 0;
   private timer: NodeJS.Timeout | null = null;
+  private checkTimer: NodeJS.Timeout | null = null;
   private waiters: Array<() => void> = [];
 
   constructor(private readonly options: NotifierOptions) {}
@@ -87,9 +98,12 @@ export class Notifier {
     this.failures = 0;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.checkTimer) clearTimeout(this.checkTimer);
+    this.checkTimer = null;
     const client = this.client;
     this.client = null;
-    if (client) await client.end().catch(() => {});
+    // Bounded: on a silent connection the goodbye is never acknowledged.
+    if (client) await endClient(client, 1_000);
   }
 
   /** Closes for good: drops the listeners too. */
@@ -114,11 +128,15 @@ export class Notifier {
     const drop = (err?: unknown) => {
       if (dropped) return;
       dropped = true;
-      client.end().catch(() => {});
+      if (isReadTimeout(err)) destroyClient(client);
+      else client.end().catch(() => {});
       if (generation !== this.generation) return;
+      if (this.checkTimer) clearTimeout(this.checkTimer);
+      this.checkTimer = null;
       this.client = null;
       this.listening = false;
-      if (err) this.report(err);
+      // A silent check was reported by onSilent already, in words.
+      if (err && !isReadTimeout(err)) this.report(err);
       this.scheduleReconnect();
     };
     // Both stay attached after the end: a late error on a dead socket must never be unhandled.
@@ -140,12 +158,32 @@ export class Notifier {
       return;
     }
     this.listening = true;
+    this.scheduleCheck(client, generation, drop);
     // After a drop, or a first connection that took several tries: notifications were missed.
     const reconnected = this.everListened || this.failures > 0;
     this.failures = 0;
     this.everListened = true;
     for (const resolve of this.waiters.splice(0)) resolve();
     if (reconnected) this.emit(null);
+  }
+
+  private scheduleCheck(client: pg.Client, generation: number, drop: (err?: unknown) => void): void {
+    const everyMs = this.options.checkEveryMs?.();
+    if (!everyMs) return;
+    this.checkTimer = setTimeout(async () => {
+      this.checkTimer = null;
+      const started = Date.now();
+      try {
+        await client.query("SELECT 1");
+      } catch (err) {
+        if (isReadTimeout(err)) this.options.onSilent?.(Date.now() - started);
+        drop(err);
+        return;
+      }
+      if (generation === this.generation && this.client === client)
+        this.scheduleCheck(client, generation, drop);
+    }, everyMs);
+    this.checkTimer.unref();
   }
 
   private scheduleReconnect(): void {
