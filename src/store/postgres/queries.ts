@@ -76,9 +76,18 @@ const pendingHeads = (queue: string) => `(
   SELECT priority, run_at FROM p
 )`;
 
+/**
+ * A completed job's history: the array, plus the completing attempt when FINISH_JOBS left it
+ * implicit (completed_by set; migrations.ts version 3) — the same fields and formats as the
+ * entry FINISH_JOBS appends otherwise.
+ */
+const HISTORY = `CASE WHEN completed_by IS NULL THEN attempts ELSE attempts || jsonb_build_array(jsonb_build_object(
+    'attempt', attempt, 'startedAt', ${iso("started_at")}, 'finishedAt', ${iso("finished_at")}, 'worker', completed_by,
+    'outcome', 'completed')) END`;
+
 /** Every column of a job record (rows.ts maps them). */
-const JOB_COLUMNS = `id, queue, name, state, priority, attempt, max_attempts, run_at, payload, key, attempts, result,
-  progress, last_error, created_at, started_at, finished_at, locked_by, locked_until, cancel_requested`;
+const JOB_COLUMNS = `id, queue, name, state, priority, attempt, max_attempts, run_at, payload, key, ${HISTORY} AS attempts,
+  result, progress, last_error, created_at, started_at, finished_at, locked_by, locked_until, cancel_requested`;
 
 // ── schema names and channels ─────────────────────────────────────────────────────────────
 
@@ -207,9 +216,9 @@ FROM inserted j JOIN input i ON i.id = j.id`;
 
 /** Existing jobs for (queue, key) pairs: $1 queues, $2 keys. */
 export const SELECT_JOBS_BY_KEYS = `
-SELECT j.*
-FROM ${JOBS} j JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON j.queue = k.queue AND j.key = k.key
-WHERE j.key IS NOT NULL`;
+SELECT ${JOB_COLUMNS}
+FROM ${JOBS}
+WHERE key IS NOT NULL AND (queue, key) IN (SELECT k.queue, k.key FROM unnest($1::text[], $2::text[]) AS k(queue, key))`;
 
 export const SELECT_JOB = `SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1`;
 
@@ -451,6 +460,12 @@ SELECT r.queue, r.state, ${notifyQueues("returned WHERE state = 'pending'")} AS 
 const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";
 
 /**
+ * A completion whose history entry is left implicit (JOB_COLUMNS rebuilds it from the columns;
+ * migrations.ts version 3): no error fields, a worker and a start time to rebuild it from.
+ */
+const IMPLICIT = "(u.kind = 'completed' AND u.error IS NULL AND u.worker IS NOT NULL AND j.started_at IS NOT NULL)";
+
+/**
  * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or
  * a job no longer running matches nothing and reports not applied). The transition mirrors
  * shared.ts `outcomeTransition` and the history entry `attemptFromOutcome`:
@@ -493,13 +508,14 @@ WITH u AS (
       attempt = j.attempt - CASE WHEN u.uncharge AND NOT ${CANCELLING} THEN 1 ELSE 0 END,
       run_at = CASE WHEN ${CANCELLING} OR u.retry_at IS NULL THEN j.run_at ELSE u.retry_at END,
       finished_at = CASE WHEN u.to_state = 'pending' AND NOT ${CANCELLING} THEN j.finished_at ELSE ${NOW} END,
-      attempts = j.attempts || jsonb_build_array(
+      attempts = CASE WHEN ${IMPLICIT} THEN j.attempts ELSE j.attempts || jsonb_build_array(
         jsonb_build_object('attempt', j.attempt, 'startedAt', ${iso(`coalesce(j.started_at, ${NOW})`)},
                            'finishedAt', ${iso(NOW)}, 'worker', u.worker,
                            'outcome', CASE WHEN ${CANCELLING} THEN 'cancelled' ELSE u.outcome END)
         || u.error_fields
         || CASE WHEN ${CANCELLING} OR u.retry_at IS NULL THEN '{}'::jsonb
-                ELSE jsonb_build_object('retryAt', ${iso("u.retry_at")}) END),
+                ELSE jsonb_build_object('retryAt', ${iso("u.retry_at")}) END) END,
+      completed_by = CASE WHEN ${IMPLICIT} THEN u.worker END,
       last_error = coalesce(u.error, j.last_error),
       result = CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
       locked_by = NULL, locked_until = NULL, cancel_requested = false
