@@ -32,6 +32,8 @@ await client.connect();
 if (state === "analyzed") {
   for (const t of ["jobs", "job_counts", "job_count_deltas"]) await client.query(`ANALYZE "${schema}".${t}`);
 }
+// NO_TRIGGERS=1 (diagnosis only: stats() is wrong afterwards): what the count triggers cost.
+if (process.env.NO_TRIGGERS === "1") await client.query(`ALTER TABLE "${schema}".jobs DISABLE TRIGGER USER`);
 await client.query("CHECKPOINT").catch(() => {}); // full-page writes after a checkpoint: the same for both states
 const claimSql = Q.bindSchema(Q.CLAIM_JOBS, schema);
 const finishSql = Q.bindSchema(Q.FINISH_JOBS, schema);
