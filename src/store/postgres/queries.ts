@@ -463,7 +463,8 @@ const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";
  * A completion whose history entry is left implicit (JOB_COLUMNS rebuilds it from the columns;
  * migrations.ts version 3): no error fields, a worker and a start time to rebuild it from.
  */
-const IMPLICIT = "(u.kind = 'completed' AND u.error IS NULL AND u.worker IS NOT NULL AND j.started_at IS NOT NULL)";
+const IMPLICIT =
+  "(u.kind = 'completed' AND u.error IS NULL AND u.worker IS NOT NULL AND j.started_at IS NOT NULL)";
 
 /**
  * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or

@@ -625,13 +625,17 @@ export class SqliteStore implements Store {
     const held = this.q(Q.SELECT_HELD).get(id, outcome.leaseToken) as HeldRow | undefined;
     if (!held) return null;
     const t = outcomeTransition(outcome, held.cancel_requested !== 0, now);
-    const record = attemptFromOutcome(
-      outcome,
-      t,
-      held.attempt,
-      new Date(held.started_at ?? now),
-      new Date(now),
-    );
+    // A plain completion's entry is implicit (migrations.ts version 2; rows.ts rebuilds it).
+    const implicit =
+      t.state === "completed" &&
+      !outcome.error &&
+      typeof outcome.worker === "string" &&
+      held.started_at !== null;
+    const record = implicit
+      ? null
+      : JSON.stringify(
+          attemptFromOutcome(outcome, t, held.attempt, new Date(held.started_at ?? now), new Date(now)),
+        );
     this.q(Q.FINISH_JOB).run({
       id,
       token: outcome.leaseToken,
@@ -641,7 +645,8 @@ export class SqliteStore implements Store {
       result: outcome.kind === "completed" ? toJson(outcome.result) : null,
       lastError: outcome.error ? outcome.error.message : null,
       finishedAt: t.state !== "pending" ? now : null,
-      record: JSON.stringify(record),
+      record,
+      completedBy: implicit ? outcome.worker : null,
     });
     return { state: t.state, queue: held.queue };
   }
