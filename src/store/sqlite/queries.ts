@@ -259,6 +259,23 @@ SET state = @state,
     completed_by = @completedBy
 WHERE id = @id AND lease_token = @token AND state = 'running'`;
 
+/**
+ * A plain completion (no error) in one statement, no read first: the common case of FINISH_JOB
+ * with its history entry implicit (@worker in completed_by). A cancel request does not matter
+ * to a completion. No change: not held (or no start time to rebuild the entry from) — the
+ * caller then takes the general path, which reads the row.
+ */
+export const FINISH_COMPLETED = `
+UPDATE errand_jobs
+SET state = 'completed',
+    result = @result,
+    finished_at = @now,
+    locked_by = NULL,
+    locked_until = NULL,
+    cancel_requested = 0,
+    completed_by = @worker
+WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL`;
+
 export const SET_PROGRESS = `
 UPDATE errand_jobs SET progress = ?
 WHERE id = ? AND lease_token = ? AND state = 'running'`;

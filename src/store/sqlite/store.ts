@@ -622,6 +622,17 @@ export class SqliteStore implements Store {
   private applyOutcome(outcome: Outcome, now: number): { state: string; queue: string } | null {
     const id = parseId(outcome.id);
     if (id === null) return null;
+    if (outcome.kind === "completed" && !outcome.error && typeof outcome.worker === "string") {
+      const done = this.q(Q.FINISH_COMPLETED).run({
+        id,
+        token: outcome.leaseToken,
+        result: toJson(outcome.result),
+        now,
+        worker: outcome.worker,
+      });
+      // The queue only matters to a job going back to pending: not this one.
+      if (done.changes > 0) return { state: "completed", queue: "" };
+    }
     const held = this.q(Q.SELECT_HELD).get(id, outcome.leaseToken) as HeldRow | undefined;
     if (!held) return null;
     const t = outcomeTransition(outcome, held.cancel_requested !== 0, now);
