@@ -88,7 +88,7 @@ export function renderChart(results: BenchResults): string {
       }));
   const processing = groupsFor("process", "jobsPerSec", (name) => {
     const m = /process-c(\d+)-p(\d+)/.exec(name);
-    return m ? `c=${m[1]}, ${m[2]} proc` : name;
+    return m ? `c=${m[1]}, ${m[2]} proc${name.endsWith("-burst") ? ", never analyzed" : ""}` : name;
   });
   const latency = groupsFor("latency", "p50", (name) => `${fmt(Number(name.split("-")[1]))} jobs/s`);
 

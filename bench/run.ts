@@ -270,7 +270,10 @@ async function main(): Promise<void> {
   }
   const wanted = list(args.workload);
   const all = workloads(counts);
-  const chosen = wanted ? all.filter((w) => wanted.some((p) => w.name === p || w.name.startsWith(`${p}-`) || w.group === p)) : all;
+  // A workload's full name selects it alone (process-c10-p1, not its -burst sibling); else a prefix or a group.
+  const matches = (w: WorkloadDef, p: string) =>
+    all.some((x) => x.name === p) ? w.name === p : w.name.startsWith(`${p}-`) || w.group === p;
+  const chosen = wanted ? all.filter((w) => wanted.some((p) => matches(w, p))) : all;
   if (chosen.length === 0) throw new Error(`no workload matches ${args.workload}; known: ${all.map((w) => w.name).join(", ")}`);
 
   const names = SYSTEM_NAMES.filter((s) => (only ? only.includes(s) : !(args.quick && QUICK_SKIP.has(s))));

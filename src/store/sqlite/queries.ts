@@ -241,7 +241,8 @@ WHERE id = ? AND lease_token = ? AND state = 'running'`;
 /**
  * Applies an outcome (fenced). NULL parameters keep the column: run_at for a terminal state,
  * result unless completed, last_error without an error, finished_at while pending.
- * The history entry is appended to the JSON array in place.
+ * The history entry is appended to the JSON array in place — or, for a plain completion
+ * (@record NULL), left implicit: @completedBy records the worker and rows.ts rebuilds the entry.
  */
 export const FINISH_JOB = `
 UPDATE errand_jobs
@@ -254,8 +255,26 @@ SET state = @state,
     locked_by = NULL,
     locked_until = NULL,
     cancel_requested = 0,
-    attempts = json_insert(attempts, '$[#]', json(@record))
+    attempts = CASE WHEN @record IS NULL THEN attempts ELSE json_insert(attempts, '$[#]', json(@record)) END,
+    completed_by = @completedBy
 WHERE id = @id AND lease_token = @token AND state = 'running'`;
+
+/**
+ * A plain completion (no error) in one statement, no read first: the common case of FINISH_JOB
+ * with its history entry implicit (@worker in completed_by). A cancel request does not matter
+ * to a completion. No change: not held (or no start time to rebuild the entry from) — the
+ * caller then takes the general path, which reads the row.
+ */
+export const FINISH_COMPLETED = `
+UPDATE errand_jobs
+SET state = 'completed',
+    result = @result,
+    finished_at = @now,
+    locked_by = NULL,
+    locked_until = NULL,
+    cancel_requested = 0,
+    completed_by = @worker
+WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL`;
 
 export const SET_PROGRESS = `
 UPDATE errand_jobs SET progress = ?

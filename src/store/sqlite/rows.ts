@@ -27,6 +27,8 @@ export interface JobRow {
   locked_until: number | null;
   lease_token: number;
   cancel_requested: number;
+  /** Set when the completing attempt's history entry is implicit (migrations.ts version 2). */
+  completed_by: string | null;
 }
 
 export type ClaimRow = Pick<
@@ -83,6 +85,23 @@ export function fromJson(text: string | null): unknown {
 
 const date = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
+/**
+ * The attempt history: the JSON array, plus the completing attempt of a completed job when the
+ * finish left it implicit — the entry shared.ts attemptFromOutcome builds for it.
+ */
+function history(row: JobRow): AttemptRecord[] {
+  const attempts = JSON.parse(row.attempts) as AttemptRecord[];
+  if (row.completed_by === null || row.completed_by === undefined) return attempts;
+  attempts.push({
+    attempt: row.attempt,
+    startedAt: new Date(row.started_at ?? 0).toISOString(),
+    finishedAt: new Date(row.finished_at ?? 0).toISOString(),
+    worker: row.completed_by,
+    outcome: "completed",
+  });
+  return attempts;
+}
+
 export function jobFromRow(row: JobRow): JobRecord {
   return {
     id: String(row.id),
@@ -95,7 +114,7 @@ export function jobFromRow(row: JobRow): JobRecord {
     runAt: new Date(row.run_at),
     payload: JSON.parse(row.payload),
     key: row.key,
-    attempts: JSON.parse(row.attempts) as AttemptRecord[],
+    attempts: history(row),
     result: fromJson(row.result),
     progress: fromJson(row.progress) as JobRecord["progress"],
     lastError: row.last_error,

@@ -625,16 +625,31 @@ export class SqliteStore implements Store {
   private applyOutcome(outcome: Outcome, now: number): { state: string; queue: string } | null {
     const id = parseId(outcome.id);
     if (id === null) return null;
+    if (outcome.kind === "completed" && !outcome.error && typeof outcome.worker === "string") {
+      const done = this.q(Q.FINISH_COMPLETED).run({
+        id,
+        token: outcome.leaseToken,
+        result: toJson(outcome.result),
+        now,
+        worker: outcome.worker,
+      });
+      // The queue only matters to a job going back to pending: not this one.
+      if (done.changes > 0) return { state: "completed", queue: "" };
+    }
     const held = this.q(Q.SELECT_HELD).get(id, outcome.leaseToken) as HeldRow | undefined;
     if (!held) return null;
     const t = outcomeTransition(outcome, held.cancel_requested !== 0, now);
-    const record = attemptFromOutcome(
-      outcome,
-      t,
-      held.attempt,
-      new Date(held.started_at ?? now),
-      new Date(now),
-    );
+    // A plain completion's entry is implicit (migrations.ts version 2; rows.ts rebuilds it).
+    const implicit =
+      t.state === "completed" &&
+      !outcome.error &&
+      typeof outcome.worker === "string" &&
+      held.started_at !== null;
+    const record = implicit
+      ? null
+      : JSON.stringify(
+          attemptFromOutcome(outcome, t, held.attempt, new Date(held.started_at ?? now), new Date(now)),
+        );
     this.q(Q.FINISH_JOB).run({
       id,
       token: outcome.leaseToken,
@@ -644,7 +659,8 @@ export class SqliteStore implements Store {
       result: outcome.kind === "completed" ? toJson(outcome.result) : null,
       lastError: outcome.error ? outcome.error.message : null,
       finishedAt: t.state !== "pending" ? now : null,
-      record: JSON.stringify(record),
+      record,
+      completedBy: implicit ? outcome.worker : null,
     });
     return { state: t.state, queue: held.queue };
   }
