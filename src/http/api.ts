@@ -19,9 +19,9 @@ import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
 import { emptyStats } from "../store/shared.js";
 import type { QueueStats } from "../store/types.js";
-import type { RouteContext } from "./app.js";
 import { BodyError, readJsonObject } from "./body.js";
 import { guard, jsonResponse } from "./security.js";
+import type { RouteContext } from "./types.js";
 
 /** Workers whose last heartbeat is older than this are not listed as live. */
 export const WORKER_STALE_MS = 60_000;

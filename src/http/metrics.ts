@@ -18,8 +18,8 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Errand, JobEvent } from "../errand.js";
 import type { RescuedJob } from "../store/types.js";
 import { WORKER_STALE_MS } from "./api.js";
-import type { RouteContext } from "./app.js";
 import { guard, jsonResponse } from "./security.js";
+import type { RouteContext } from "./types.js";
 
 const STATES = ["pending", "delayed", "running", "completed", "failed", "cancelled"] as const;
 

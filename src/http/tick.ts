@@ -25,10 +25,10 @@
  */
 import type { Errand } from "../errand.js";
 import { runTick, type TickOptions } from "../schedule/tick.js";
-import type { FetchHandler, HttpOptions, RouteContext } from "./app.js";
 import { BodyError, readText } from "./body.js";
 import { json } from "./respond.js";
 import { safeEqual } from "./security.js";
+import type { FetchHandler, HttpOptions, RouteContext } from "./types.js";
 
 export const TICK_PATH = "/api/cron/tick";
 /** A tick needs no body; anything bigger than this is refused unread. */
