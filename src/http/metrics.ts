@@ -129,7 +129,7 @@ function createMetrics(errand: Errand): ErrandMetrics {
 
   let lock: Promise<unknown> = Promise.resolve();
   async function refresh(): Promise<void> {
-    const [stats, live] = await Promise.all([errand.stats(), errand.store.listWorkers(WORKER_STALE_MS)]);
+    const [stats, live] = await Promise.all([errand.stats(), errand.listWorkers(WORKER_STALE_MS)]);
     jobs.reset();
     dlq.reset();
     oldest.reset();
