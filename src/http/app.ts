@@ -5,6 +5,7 @@
  * Fetch handler as is; Express/Fastify/node:http take the Node adapter in node.ts).
  */
 import type { Errand } from "../errand.js";
+import { ValidationError } from "../errors.js";
 import { handleApi } from "./api.js";
 import { handleDashboard } from "./dashboard.js";
 import { FailedLoginLimiter } from "./login-limit.js";
@@ -21,7 +22,7 @@ const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
 export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
   const prefix = (options.prefix ?? "").replace(/\/+$/, "");
   if (prefix && !prefix.startsWith("/"))
-    throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
+    throw new ValidationError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
   errandMetrics(errand); // counters count from now on, not from the first scrape
   const loginLimiter = new FailedLoginLimiter();
   return async (request) => {

@@ -26,12 +26,7 @@ export function checkSchedule(
   cron: unknown,
   options: ScheduleOptions,
 ): { name: string; cron: CronExpression; missed: MissedPolicy; priority?: number } {
-  try {
-    checkName(name as string, "schedule name");
-  } catch (err) {
-    throw new ValidationError((err as Error).message);
-  }
-  const n = name as string;
+  const n = checkName(name as string, "schedule name");
   if (options === null || typeof options !== "object")
     throw new ValidationError(`schedule "${n}": options must be an object`);
   const expression = CronExpression.parse(cron, options.timezone ?? "UTC", `schedule "${n}"`);
@@ -41,14 +36,10 @@ export function checkSchedule(
       `schedule "${n}": missed must be "latest" or "all"; got ${JSON.stringify(missed)}`,
     );
   }
-  let priority: number | undefined;
-  if (options.priority !== undefined) {
-    try {
-      priority = checkInteger(options.priority, `schedule "${n}" priority`, PRIORITY_RANGE);
-    } catch (err) {
-      throw new ValidationError((err as Error).message);
-    }
-  }
+  const priority =
+    options.priority === undefined
+      ? undefined
+      : checkInteger(options.priority, `schedule "${n}" priority`, PRIORITY_RANGE);
   return { name: n, cron: expression, missed, priority };
 }
 
