@@ -1,4 +1,4 @@
-import { ValidationError } from "./errors.js";
+import { ValidationError } from "./errand-error.js";
 
 /**
  * A duration: milliseconds as a number, or a string like "200ms", "5s", "1.5m", "2h", "1d".
