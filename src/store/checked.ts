@@ -10,7 +10,9 @@
  * It is a Proxy so that everything a backend adds beyond the Store interface (SQLite's `db`,
  * Postgres's `schema`, a test's MemoryStore clock) stays reachable through it, and `instanceof`
  * still holds. It is also the natural seam for tracing and fault injection later: one place that
- * sees every call.
+ * sees every call. Its cost: about 30–100 ns a call (200,000 getJob + nextRunAt calls on a
+ * MemoryStore, three rounds: 1,643–1,710 ns raw vs 1,734–1,746 ns checked, on the shared 2-core
+ * machine), against a SQL round trip of a fraction of a millisecond or more.
  */
 import { ValidationError } from "../errors.js";
 import type { JobFilter, Lease, Store } from "./types.js";
