@@ -1,4 +1,5 @@
 import { type Duration, parseDuration } from "./duration.js";
+import { ValidationError } from "./errors.js";
 import { checkDelay } from "./instant.js";
 
 /** Exponential backoff `base × 2^(k−1)`, capped at `max`, spread by ±`jitter` (a fraction), or an explicit list. */
@@ -11,7 +12,7 @@ export type BackoffFn = (attempt: number) => number;
 
 export function compileBackoff(backoff: Backoff | undefined, random: () => number = Math.random): BackoffFn {
   if (Array.isArray(backoff)) {
-    if (backoff.length === 0) throw new TypeError("backoff list must hold at least one delay");
+    if (backoff.length === 0) throw new ValidationError("backoff list must hold at least one delay");
     const delays = backoff.map((d, i) => checkDelay(parseDuration(d, `backoff[${i}]`), d, `backoff[${i}]`));
     // Past the end of the list, the last delay repeats.
     return (attempt) => delays[Math.min(Math.max(attempt, 1), delays.length) - 1];
@@ -21,7 +22,7 @@ export function compileBackoff(backoff: Backoff | undefined, random: () => numbe
   const max = checkDelay(parseDuration(maxGiven, "backoff.max"), maxGiven, "backoff.max");
   const jitter = backoff?.jitter ?? DEFAULT_BACKOFF.jitter;
   if (!(jitter >= 0 && jitter <= 1))
-    throw new TypeError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
+    throw new ValidationError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
   return (attempt) => {
     const exponential = Math.min(max, base * 2 ** Math.min(Math.max(attempt, 1) - 1, 52));
     const spread = exponential * jitter * (random() * 2 - 1);

@@ -5,7 +5,12 @@ import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
-import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
+import {
+  type FireResult,
+  type ScheduleByHand,
+  type ScheduleOptions,
+  Scheduler,
+} from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
 import type {
@@ -405,6 +410,53 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop()));
     if (this.ownsStore) await this.store.close();
+  }
+
+  // Operator actions: everything the CLI and the HTTP layer do goes through these (never `store`).
+
+  /** The backend this errand runs on: "memory", "sqlite" or "postgres". */
+  get storeKind(): Store["kind"] {
+    return this.store.kind;
+  }
+
+  /** The store's clock: the one due times, leases and ages are measured against. */
+  now(): Promise<Date> {
+    return this.store.now();
+  }
+
+  /** Completed and failed counts per queue per `bucketMs` bucket over the last `sinceMs`. */
+  throughput(sinceMs: number, bucketMs: number): ReturnType<Store["throughput"]> {
+    return this.store.throughput(sinceMs, bucketMs);
+  }
+
+  /** Retries the jobs picked by id (failed or cancelled), or every failed job of a queue or of all. Returns how many. */
+  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return this.store.retryJobs(filter);
+  }
+
+  /** Deletes failed jobs picked by id, or every failed job of a queue or of all. Returns how many. */
+  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return this.store.discardJobs(filter);
+  }
+
+  /** Every schedule in the store: those defined in code and those added by hand. */
+  listSchedules(): ReturnType<Store["listSchedules"]> {
+    return this.scheduler.list();
+  }
+
+  /** Adds (or replaces) a schedule by hand, kept until removed (`errand schedule add`). Answers the stored row. */
+  addSchedule(input: ScheduleByHand): ReturnType<Scheduler["addByHand"]> {
+    return this.scheduler.addByHand(input);
+  }
+
+  /** Removes a schedule from the store; answers the removed row, or null when there was none. */
+  removeSchedule(name: string): ReturnType<Scheduler["remove"]> {
+    return this.scheduler.remove(name);
+  }
+
+  /** Workers with a heartbeat within `staleMs` (the dashboard's live list). */
+  listWorkers(staleMs: number): ReturnType<Store["listWorkers"]> {
+    return this.store.listWorkers(staleMs);
   }
 }
 

@@ -1,25 +1,8 @@
 import { type Duration, parseDuration } from "./duration.js";
+import { ErrandError } from "./errand-error.js";
 import { checkDelay } from "./instant.js";
 
-/** Every error errand throws on purpose has a stable `code`. */
-export class ErrandError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ErrandError";
-    this.code = code;
-  }
-}
-
-/** Bad input from a caller: invalid payload, unknown job, out-of-range option. Nothing was stored. */
-export class ValidationError extends ErrandError {
-  readonly issues?: ReadonlyArray<{ message: string; path?: ReadonlyArray<unknown> }>;
-  constructor(message: string, issues?: ReadonlyArray<{ message: string; path?: ReadonlyArray<unknown> }>) {
-    super("ERR_VALIDATION", message);
-    this.name = "ValidationError";
-    this.issues = issues;
-  }
-}
+export { ErrandError, ValidationError } from "./errand-error.js";
 
 /** Thrown by a handler: this job can never succeed; it goes to the dead-letter queue at once. */
 export class PermanentError extends ErrandError {

@@ -32,16 +32,27 @@ export type { AttemptOutcome, AttemptRecord, JobDefinition, JobRecord, JobState 
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
-export type { FiredSlot, FireResult, ScheduleOptions } from "./schedule/scheduler.js";
+export type { FiredSlot, FireResult, ScheduleByHand, ScheduleOptions } from "./schedule/scheduler.js";
 export type { TickOptions, TickResult } from "./schedule/tick.js";
 export { runTick } from "./schedule/tick.js";
 export { MemoryStore } from "./store/memory/index.js";
-export type { JobFilter, JobPage, QueueStats, ScheduleRecord, Store, WorkerInfo } from "./store/types.js";
+// `Store` (the backend interface) is not exported: a custom backend cannot be trusted without the
+// conformance suite every shipped store passes (test/conformance/), and that suite is not part of
+// the package yet. Until it is, the backends are the three errand ships (by URL), and
+// `openErrand({ store })` is for a MemoryStore in tests.
+export type {
+  JobFilter,
+  JobPage,
+  QueueStats,
+  ScheduleRecord,
+  ThroughputBucket,
+  WorkerInfo,
+} from "./store/types.js";
 export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
 export type { JobContext } from "./worker/context.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { runUntilSignal } from "./worker/process.js";
 export type { ThreadJobInfo } from "./worker/thread.js";
 export { runInThread } from "./worker/thread.js";
-export type { QueueOptions, StopResult, WorkerOptions } from "./worker/worker.js";
-export { Worker } from "./worker/worker.js";
+// The Worker's type only: workers are made by `errand.work()`; the constructor is internal.
+export type { QueueOptions, StopResult, Worker, WorkerOptions } from "./worker/worker.js";

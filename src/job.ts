@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
 import { type Duration, parseDuration } from "./duration.js";
-import type { Classification, ErrorKind } from "./errors.js";
+import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
 import type { JobContext } from "./worker/context.js";
 
 export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
@@ -94,7 +94,7 @@ export const MAX_ATTEMPTS_RANGE = { min: 1, max: 1000 } as const;
 
 export function checkName(value: string, what: string): string {
   if (typeof value !== "string" || !NAME_PATTERN.test(value)) {
-    throw new TypeError(
+    throw new ValidationError(
       `${what} must be 1-128 characters of letters, digits, "_", ".", ":" or "-" (starting with a letter or digit); got ${JSON.stringify(value)}`,
     );
   }
@@ -103,7 +103,7 @@ export function checkName(value: string, what: string): string {
 
 export function checkInteger(value: unknown, what: string, range: { min: number; max: number }): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < range.min || value > range.max) {
-    throw new RangeError(
+    throw new ValidationError(
       `${what} must be an integer from ${range.min} to ${range.max}; got ${JSON.stringify(value)}`,
     );
   }
@@ -117,11 +117,12 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
   checkName(input.name, "job name");
   const queue = checkName(input.queue ?? "default", `queue of job "${input.name}"`);
   if (!input.schema || typeof input.schema !== "object" || !("~standard" in input.schema)) {
-    throw new TypeError(
+    throw new ValidationError(
       `job "${input.name}": schema must be a Standard Schema validator (zod 4, valibot, arktype, …)`,
     );
   }
-  if (typeof input.run !== "function") throw new TypeError(`job "${input.name}": run must be a function`);
+  if (typeof input.run !== "function")
+    throw new ValidationError(`job "${input.name}": run must be a function`);
   return Object.freeze({
     name: input.name,
     queue,

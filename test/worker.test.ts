@@ -441,7 +441,12 @@ for (const target of targets) {
             /maxAttempts must be an integer/,
           ],
           ["runAt", () => errand.enqueue(job, { n: 1 }, { runAt: "next tuesday" }), /ISO 8601/],
-          ["delay", () => errand.enqueue(job, { n: 1 }, { delay: "soon" }), /delay must be/],
+          [
+            "delay",
+            // @ts-expect-error: "soon" is no Duration (a compile error); the run-time check is under test
+            () => errand.enqueue(job, { n: 1 }, { delay: "soon" }),
+            /delay must be/,
+          ],
           [
             "oversized",
             () => errand.enqueue(job, { n: 1, pad: "x".repeat(1024 * 1024) } as never),

@@ -127,15 +127,15 @@ export function logStore(opts: GlobalOptions, errand: Errand, log: Logger): void
   const where = target.kind === "sqlite" ? resolve(target.path) : redact(url);
   if (opts.url === undefined && process.env.ERRAND_URL === undefined) {
     log.warn(
-      { store: where, kind: errand.store.kind },
+      { store: where, kind: errand.storeKind },
       `no --url or ERRAND_URL: using the default SQLite file ${where}`,
     );
     return;
   }
   const schema = target.kind === "postgres" ? { schema: opts.schema ?? "errand" } : {};
   log.info(
-    { store: where, kind: errand.store.kind, ...schema },
-    `opened the ${errand.store.kind} store ${where}`,
+    { store: where, kind: errand.storeKind, ...schema },
+    `opened the ${errand.storeKind} store ${where}`,
   );
 }
 

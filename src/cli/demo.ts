@@ -93,7 +93,7 @@ export async function runDemo(url: string | undefined): Promise<number> {
         );
       }
     }
-    print(`errand demo · store: ${redact(target)} (${errand.store.kind})\n`);
+    print(`errand demo · store: ${redact(target)} (${errand.storeKind})\n`);
 
     // Three e-mails, enqueued lowest priority first — before any worker runs.
     const emails = [

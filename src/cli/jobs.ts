@@ -107,12 +107,9 @@ export function listFilter(opts: ListCliOptions): JobFilter {
 }
 
 export async function listPage(errand: Errand, filter: JobFilter): Promise<JobPage> {
-  try {
-    return await errand.listJobs(filter);
-  } catch (err) {
-    // An invalid cursor is a ValidationError naming it.
-    throw err instanceof RangeError ? new CliError(err.message, 2) : err;
-  }
+  // listFilter refused a bad --limit already (exit 2); an invalid cursor is the store's
+  // ValidationError naming it (exit 1).
+  return errand.listJobs(filter);
 }
 
 export function printPage(

@@ -10,7 +10,7 @@ export function registerMigrate(program: Command): void {
     .action(async (_opts: unknown, cmd: Command) => {
       const options = globals(cmd);
       await withErrand(await openFromOptions(options), async (errand) => {
-        print(`errand store is up to date: ${redact(storeUrl(options))} (${errand.store.kind})`);
+        print(`errand store is up to date: ${redact(storeUrl(options))} (${errand.storeKind})`);
       });
     });
 }

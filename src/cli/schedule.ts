@@ -7,8 +7,7 @@ import { type Command, Option } from "commander";
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
-import type { CronExpression } from "../schedule/cron.js";
-import { checkSchedule } from "../schedule/scheduler.js";
+import { checkSchedule } from "../schedule/row.js";
 import type { MissedPolicy, ScheduleRecord } from "../store/types.js";
 import {
   CliError,
@@ -73,7 +72,7 @@ Examples:
     .option("--json", "print the schedules as JSON")
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
-        const rows = await errand.store.listSchedules();
+        const rows = await errand.listSchedules();
         if (opts.json) printJson(rows);
         else print(rows.length === 0 ? "no schedules" : renderTable(rows, SCHEDULE_COLUMNS));
       });
@@ -120,8 +119,8 @@ Examples:
     .argument("<name>", "schedule name")
     .action(async (name: string, _opts: unknown, cmd: Command) => {
       await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
-        const row = (await errand.store.listSchedules()).find((s) => s.name === name);
-        if (!row || !(await errand.store.removeSchedule(name))) {
+        const row = await errand.removeSchedule(name);
+        if (!row) {
           throw new CliError(`no schedule named ${JSON.stringify(name)} (see \`errand schedule list\`)`);
         }
         print(`schedule "${name}" removed`);
@@ -201,23 +200,16 @@ async function addSchedule(
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(queue ?? ""))
     throw new UsageError(`--queue: invalid queue name ${JSON.stringify(queue)}`);
 
-  return withErrand(await openFromOptions(globals(cmd)), async (errand: Errand) => {
-    const now = (await errand.store.now()).getTime();
-    const expression: CronExpression = checked.cron;
-    await errand.store.upsertSchedule({
+  return withErrand(await openFromOptions(globals(cmd)), (errand: Errand) =>
+    errand.addSchedule({
       name: checked.name,
-      cron: expression.expression,
-      timezone: expression.timezone,
+      cron: checked.cron.expression,
+      timezone: checked.cron.timezone,
+      missed: checked.missed,
       jobName,
       queue: queue as string,
       payload,
       priority: checked.priority ?? defaultPriority,
-      missed: checked.missed,
-      source: "cli",
-      nextRunAt: expression.next(now) ?? new Date(`${NEVER_YEAR}-12-31T23:59:59.000Z`),
-    });
-    const stored = (await errand.store.listSchedules()).find((s) => s.name === checked.name);
-    if (!stored) throw new CliError(`schedule "${checked.name}" was not stored`);
-    return stored;
-  });
+    }),
+  );
 }

@@ -1,5 +1,6 @@
 /** `errand worker`: serve queues from a jobs module until SIGTERM/SIGINT (DESIGN: Shutdown). */
 import type { Command } from "commander";
+import { ValidationError } from "../errors.js";
 import { runUntilSignal } from "../worker/process.js";
 import type { QueueOptions } from "../worker/worker.js";
 import {
@@ -123,7 +124,8 @@ async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> 
           pollInterval: pollMs,
         });
       } catch (err) {
-        if (err instanceof RangeError || err instanceof TypeError) throw new UsageError(err.message);
+        if (err instanceof RangeError || err instanceof TypeError || err instanceof ValidationError)
+          throw new UsageError(err.message);
         throw err;
       }
     };

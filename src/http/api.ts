@@ -19,9 +19,9 @@ import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
 import { emptyStats } from "../store/shared.js";
 import type { QueueStats } from "../store/types.js";
-import type { RouteContext } from "./app.js";
 import { BodyError, readJsonObject } from "./body.js";
 import { guard, jsonResponse } from "./security.js";
+import type { RouteContext } from "./types.js";
 
 /** Workers whose last heartbeat is older than this are not listed as live. */
 export const WORKER_STALE_MS = 60_000;
@@ -150,7 +150,7 @@ function durationParam(value: string | undefined, fallback: string, what: string
 
 async function getStats(_request: Request, ctx: RouteContext): Promise<Response> {
   query(ctx, []);
-  const [stats, now] = await Promise.all([ctx.errand.stats(), ctx.errand.store.now()]);
+  const [stats, now] = await Promise.all([ctx.errand.stats(), ctx.errand.now()]);
   // Queues of registered jobs show up even before their first job.
   const byQueue = new Map(stats.map((s) => [s.queue, s]));
   for (const queue of ctx.errand.queueNames) if (!byQueue.has(queue)) byQueue.set(queue, emptyStats(queue));
@@ -180,10 +180,7 @@ async function getThroughput(_request: Request, ctx: RouteContext): Promise<Resp
   if (sinceMs / bucketMs > THROUGHPUT_MAX_BUCKETS) {
     throw bad(`since/bucket gives more than ${THROUGHPUT_MAX_BUCKETS} buckets; choose a larger bucket`);
   }
-  const [buckets, now] = await Promise.all([
-    ctx.errand.store.throughput(sinceMs, bucketMs),
-    ctx.errand.store.now(),
-  ]);
+  const [buckets, now] = await Promise.all([ctx.errand.throughput(sinceMs, bucketMs), ctx.errand.now()]);
   const from = Math.floor((now.getTime() - sinceMs) / bucketMs) * bucketMs;
   return jsonResponse(200, {
     now,
@@ -289,23 +286,20 @@ async function bulk(request: Request, ctx: RouteContext, action: "retry" | "disc
   }
   if (action === "retry") {
     // Without ids, retryJobs takes the dead-letter queue's failed jobs; cancelled ones stay.
-    return jsonResponse(200, { retried: await ctx.errand.store.retryJobs(filter) });
+    return jsonResponse(200, { retried: await ctx.errand.retryJobs(filter) });
   }
-  const discarded = await ctx.errand.store.discardJobs(filter);
+  const discarded = await ctx.errand.discardJobs(filter);
   return jsonResponse(200, { discarded });
 }
 
 async function listSchedules(_request: Request, ctx: RouteContext): Promise<Response> {
   query(ctx, []);
-  const [schedules, now] = await Promise.all([ctx.errand.store.listSchedules(), ctx.errand.store.now()]);
+  const [schedules, now] = await Promise.all([ctx.errand.listSchedules(), ctx.errand.now()]);
   return jsonResponse(200, { now, schedules });
 }
 
 async function listWorkers(_request: Request, ctx: RouteContext): Promise<Response> {
   query(ctx, []);
-  const [workers, now] = await Promise.all([
-    ctx.errand.store.listWorkers(WORKER_STALE_MS),
-    ctx.errand.store.now(),
-  ]);
+  const [workers, now] = await Promise.all([ctx.errand.listWorkers(WORKER_STALE_MS), ctx.errand.now()]);
   return jsonResponse(200, { now, staleMs: WORKER_STALE_MS, workers });
 }

@@ -5,45 +5,16 @@
  * Fetch handler as is; Express/Fastify/node:http take the Node adapter in node.ts).
  */
 import type { Errand } from "../errand.js";
+import { ValidationError } from "../errors.js";
 import { handleApi } from "./api.js";
 import { handleDashboard } from "./dashboard.js";
 import { FailedLoginLimiter } from "./login-limit.js";
 import { errandMetrics, handleMetrics } from "./metrics.js";
 import { json } from "./respond.js";
 import { handleTick } from "./tick.js";
+import type { FetchHandler, HttpOptions, Route, RouteContext } from "./types.js";
 
-export interface HttpOptions {
-  /** Bearer secret for POST (or GET) /api/cron/tick. Default process.env.CRON_SECRET; unset = tick endpoint off. */
-  cronSecret?: string;
-  /** Token for the dashboard and the JSON API. Default process.env.ERRAND_DASHBOARD_TOKEN. */
-  dashboardToken?: string;
-  /** Mount path, e.g. "/admin/jobs" (no trailing slash). Default "". */
-  prefix?: string;
-  /** Queues a tick processes (default: every queue of the registered jobs). */
-  queues?: string[];
-  /** Default and largest `?limit=` of a tick. */
-  tickLimit?: { default?: number; max?: number };
-  /** Time budget of one tick's processing. Default 10s. */
-  tickTimeBudget?: number;
-  /** Serve GET /metrics without the dashboard token (e.g. only reachable from the Prometheus network). Default false. */
-  metricsPublic?: boolean;
-}
-
-export type FetchHandler = (request: Request) => Promise<Response>;
-
-/** Per-request context handed to every route module. */
-export interface RouteContext {
-  errand: Errand;
-  options: HttpOptions;
-  /** The request path with the mount prefix removed ("/", "/api/jobs", …). */
-  path: string;
-  url: URL;
-  prefix: string;
-  /** Failed logins through the dashboard's form, per handler (login-limit.ts). */
-  loginLimiter: FailedLoginLimiter;
-}
-
-export type Route = (request: Request, ctx: RouteContext) => Promise<Response | null>;
+export type { FetchHandler, HttpOptions, Route, RouteContext } from "./types.js";
 
 /** Routes in order; each answers null when the path is not its own. */
 const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
@@ -51,7 +22,7 @@ const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
 export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
   const prefix = (options.prefix ?? "").replace(/\/+$/, "");
   if (prefix && !prefix.startsWith("/"))
-    throw new TypeError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
+    throw new ValidationError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);
   errandMetrics(errand); // counters count from now on, not from the first scrape
   const loginLimiter = new FailedLoginLimiter();
   return async (request) => {

@@ -13,7 +13,6 @@
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import type { RouteContext } from "./app.js";
 import { BodyError, readForm } from "./body.js";
 import {
   authenticate,
@@ -25,6 +24,7 @@ import {
   safeEqual,
   sessionCookie,
 } from "./security.js";
+import type { RouteContext } from "./types.js";
 
 /** The only files /assets/ serves, with their content types. */
 const ASSETS: Readonly<Record<string, string>> = {

@@ -18,8 +18,8 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Errand, JobEvent } from "../errand.js";
 import type { RescuedJob } from "../store/types.js";
 import { WORKER_STALE_MS } from "./api.js";
-import type { RouteContext } from "./app.js";
 import { guard, jsonResponse } from "./security.js";
+import type { RouteContext } from "./types.js";
 
 const STATES = ["pending", "delayed", "running", "completed", "failed", "cancelled"] as const;
 
@@ -129,7 +129,7 @@ function createMetrics(errand: Errand): ErrandMetrics {
 
   let lock: Promise<unknown> = Promise.resolve();
   async function refresh(): Promise<void> {
-    const [stats, live] = await Promise.all([errand.stats(), errand.store.listWorkers(WORKER_STALE_MS)]);
+    const [stats, live] = await Promise.all([errand.stats(), errand.listWorkers(WORKER_STALE_MS)]);
     jobs.reset();
     dlq.reset();
     oldest.reset();

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import type { FetchHandler } from "./app.js";
+import type { FetchHandler } from "./types.js";
 
 /**
  * Adapts a Fetch handler to Node's `(req, res)` for node:http, Express and Fastify (`reply.raw`).

@@ -15,7 +15,7 @@
  *   no such check: a browser never attaches an Authorization header cross-site on its own.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { HttpOptions } from "./app.js";
+import type { HttpOptions } from "./types.js";
 
 export const SESSION_COOKIE = "errand_session";
 /** A login lasts this long; then the form asks again. */

@@ -14,9 +14,9 @@
  *   body slowly, or holds an idle keep-alive connection, is cut.
  */
 import { createServer, type Server } from "node:http";
-import type { FetchHandler } from "./app.js";
 import { toNodeHandler } from "./node.js";
 import { isLoopbackHost } from "./security.js";
+import type { FetchHandler } from "./types.js";
 
 export interface ServeTimeouts {
   /** Time to receive a request's headers. */

@@ -24,11 +24,12 @@
  * same way (a secret file's trailing newline would otherwise make it unmatchable).
  */
 import type { Errand } from "../errand.js";
+import { ValidationError } from "../errors.js";
 import { runTick, type TickOptions } from "../schedule/tick.js";
-import type { FetchHandler, HttpOptions, RouteContext } from "./app.js";
 import { BodyError, readText } from "./body.js";
 import { json } from "./respond.js";
 import { safeEqual } from "./security.js";
+import type { FetchHandler, HttpOptions, RouteContext } from "./types.js";
 
 export const TICK_PATH = "/api/cron/tick";
 /** A tick needs no body; anything bigger than this is refused unread. */
@@ -71,9 +72,9 @@ function checkLimits(options: Pick<HttpOptions, "tickLimit">): { def: number; ma
   const max = options.tickLimit?.max ?? MAX_TICK_LIMIT;
   const def = Math.min(options.tickLimit?.default ?? DEFAULT_TICK_LIMIT, max);
   if (!Number.isInteger(max) || max < 1 || max > 10_000)
-    throw new RangeError(`tickLimit.max must be an integer from 1 to 10000, got ${max}`);
+    throw new ValidationError(`tickLimit.max must be an integer from 1 to 10000, got ${max}`);
   if (!Number.isInteger(def) || def < 1)
-    throw new RangeError(`tickLimit.default must be an integer from 1 to tickLimit.max, got ${def}`);
+    throw new ValidationError(`tickLimit.default must be an integer from 1 to tickLimit.max, got ${def}`);
   return { def, max };
 }
 

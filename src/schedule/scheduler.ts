@@ -16,19 +16,51 @@
  * sync on its own — a worker started for other queues must not delete another service's
  * schedules; call `errand.syncSchedules()` explicitly to clear them.
  */
-import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
-import { type AnyJobDefinition, checkInteger, checkName, PRIORITY_RANGE } from "../job.js";
+import { type AnyJobDefinition, NAME_PATTERN } from "../job.js";
+import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
-import type { MissedPolicy, ScheduleInput, ScheduleRecord } from "../store/types.js";
+import type { MissedPolicy, ScheduleRecord, Store } from "../store/types.js";
 import { CronExpression } from "./cron.js";
+import { checkSchedule, NEVER, type ScheduleOptions, scheduleRow } from "./row.js";
 
-export interface ScheduleOptions {
-  /** IANA time zone the cron fields are read in (default "UTC"). */
-  timezone?: string;
-  /** After downtime: fire only the latest missed slot (default) or every one of them. */
-  missed?: MissedPolicy;
-  /** Priority of the enqueued jobs (default: the job's own). */
+export type { ScheduleOptions } from "./row.js";
+export { checkSchedule } from "./row.js";
+
+/**
+ * What the scheduler needs from its host (the Errand facade): the store operations on schedules,
+ * the job registry, and enqueue. A port, so the scheduler does not import the facade that owns it.
+ */
+export interface SchedulerHost {
+  readonly store: Pick<
+    Store,
+    | "now"
+    | "syncSchedules"
+    | "dueSchedules"
+    | "advanceSchedule"
+    | "insertJobs"
+    | "upsertSchedule"
+    | "listSchedules"
+    | "removeSchedule"
+  >;
+  readonly log: Logger;
+  readonly jobNames: string[];
+  job(name: string): AnyJobDefinition;
+  register(def: AnyJobDefinition): unknown;
+  enqueueMany(
+    job: string,
+    items: { payload: unknown; key: string; priority: number; runAt: Date }[],
+  ): Promise<Array<{ id: string; created: boolean }>>;
+}
+
+/** A schedule added by hand (`errand schedule add`): kept in the store until removed. */
+export interface ScheduleByHand extends ScheduleOptions {
+  name: string;
+  cron: string;
+  jobName: string;
+  queue: string;
+  payload: unknown;
+  /** Priority of the enqueued jobs (default 0). */
   priority?: number;
 }
 
@@ -49,44 +81,10 @@ export interface FireResult {
 
 /** At most this many slots are enqueued for one schedule in one call (missed: "all"); the rest follow on the next. */
 export const MAX_SLOTS_PER_FIRE = 1000;
-/** next_run_at of a schedule whose pattern never matches again. */
-const NEVER = new Date("9999-12-31T23:59:59.000Z");
 
 /** The idempotency key of a slot's job (DESIGN: Schedules). */
 export function slotKey(name: string, slot: Date): string {
   return `cron:${name}:${slot.toISOString()}`;
-}
-
-/** Checks a schedule's name, cron, zone, policy and priority; returns the parts a store row needs. */
-export function checkSchedule(
-  name: unknown,
-  cron: unknown,
-  options: ScheduleOptions,
-): { name: string; cron: CronExpression; missed: MissedPolicy; priority?: number } {
-  try {
-    checkName(name as string, "schedule name");
-  } catch (err) {
-    throw new ValidationError((err as Error).message);
-  }
-  const n = name as string;
-  if (options === null || typeof options !== "object")
-    throw new ValidationError(`schedule "${n}": options must be an object`);
-  const expression = CronExpression.parse(cron, options.timezone ?? "UTC", `schedule "${n}"`);
-  const missed = options.missed ?? "latest";
-  if (missed !== "latest" && missed !== "all") {
-    throw new ValidationError(
-      `schedule "${n}": missed must be "latest" or "all"; got ${JSON.stringify(missed)}`,
-    );
-  }
-  let priority: number | undefined;
-  if (options.priority !== undefined) {
-    try {
-      priority = checkInteger(options.priority, `schedule "${n}" priority`, PRIORITY_RANGE);
-    } catch (err) {
-      throw new ValidationError((err as Error).message);
-    }
-  }
-  return { name: n, cron: expression, missed, priority };
 }
 
 interface Definition {
@@ -105,7 +103,7 @@ export class Scheduler {
   private syncing: Promise<void> | null = null;
   private readonly reportedBroken = new Set<string>();
 
-  constructor(private readonly errand: Errand) {}
+  constructor(private readonly errand: SchedulerHost) {}
 
   /** Names of the schedules defined in code. */
   get names(): string[] {
@@ -158,20 +156,51 @@ export class Scheduler {
   /** Writes the code-defined schedules to the store, replacing its other code-defined ones. */
   async sync(): Promise<void> {
     const now = (await this.errand.store.now()).getTime();
-    const rows: ScheduleInput[] = [...this.definitions.values()].map((d) => ({
-      name: d.name,
-      cron: d.cron.expression,
-      timezone: d.cron.timezone,
-      jobName: d.job.name,
-      queue: d.job.queue,
-      payload: d.payload,
-      priority: d.priority,
-      missed: d.missed,
-      source: "code",
-      nextRunAt: d.cron.next(now) ?? NEVER,
-    }));
+    const rows = [...this.definitions.values()].map((d) =>
+      scheduleRow(
+        d,
+        { jobName: d.job.name, queue: d.job.queue, payload: d.payload, priority: d.priority },
+        "code",
+        now,
+      ),
+    );
     await this.errand.store.syncSchedules(rows);
     this.syncNeeded = false;
+  }
+
+  /** Every schedule in the store (from code and by hand). */
+  list(): Promise<ScheduleRecord[]> {
+    return this.errand.store.listSchedules();
+  }
+
+  /**
+   * Adds (or replaces) a schedule by hand (source "cli"); it stays until removed. The job need not
+   * be known to this process (its workers check the payload when a slot runs). Returns the stored row.
+   */
+  async addByHand(input: ScheduleByHand): Promise<ScheduleRecord> {
+    const checked = checkSchedule(input.name, input.cron, input);
+    if (typeof input.queue !== "string" || !NAME_PATTERN.test(input.queue))
+      throw new ValidationError(
+        `schedule "${checked.name}": invalid queue name ${JSON.stringify(input.queue)}`,
+      );
+    const payload = normalizePayload(
+      input.payload,
+      DEFAULT_PAYLOAD_LIMIT,
+      `payload of schedule "${checked.name}"`,
+    );
+    const now = (await this.errand.store.now()).getTime();
+    const job = { jobName: input.jobName, queue: input.queue, payload, priority: checked.priority ?? 0 };
+    await this.errand.store.upsertSchedule(scheduleRow(checked, job, "cli", now));
+    const stored = (await this.list()).find((s) => s.name === checked.name);
+    if (!stored) throw new Error(`schedule "${checked.name}" was not stored`);
+    return stored;
+  }
+
+  /** Removes a schedule from the store; answers the removed row, or null when there was none. */
+  async remove(name: string): Promise<ScheduleRecord | null> {
+    const row = (await this.list()).find((s) => s.name === name);
+    if (!row || !(await this.errand.store.removeSchedule(name))) return null;
+    return row;
   }
 
   private ensureSynced(): Promise<void> {

@@ -1,6 +1,7 @@
 import { ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { redactCredentials } from "../redact.js";
+import { checkedStore } from "./checked.js";
 import { MemoryStore } from "./memory/index.js";
 import type { Store } from "./types.js";
 
@@ -47,7 +48,10 @@ export function parseStoreUrl(
   return { kind: "sqlite", path: value };
 }
 
-/** Opens (and migrates, unless told not to) the store a URL names. Backends load lazily. */
+/**
+ * Opens the store a URL names (migrating is the caller's: `migrate()`), wrapped in checkedStore
+ * so every backend refuses the same bad arguments. Backends load lazily.
+ */
 export async function openStore(url: string = DEFAULT_URL, options: OpenStoreOptions = {}): Promise<Store> {
   let store: Store;
   if (options.db) {
@@ -71,5 +75,5 @@ export async function openStore(url: string = DEFAULT_URL, options: OpenStoreOpt
       });
     }
   }
-  return store;
+  return checkedStore(store);
 }

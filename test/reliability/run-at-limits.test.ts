@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { z } from "zod";
 import type { Backoff } from "../../src/backoff.js";
+import type { Duration } from "../../src/duration.js";
 import { defineJob, type Errand, RetryableError, ValidationError } from "../../src/index.js";
 import { FIXTURE_JOBS, hasStack, inspect, run, scratch } from "../cli/helpers.js";
 import { targets, withErrand } from "../helpers/errands.js";
@@ -75,7 +76,7 @@ for (const target of targets) {
 
     test("a delay over 100 years is refused, naming it, on every store alike", () =>
       withErrand(target, async (errand) => {
-        for (const delay of ["99999999999d", "36526d", 8.64e15, 100 * YEAR_MS + 1]) {
+        for (const delay of ["99999999999d", "36526d", 8.64e15, 100 * YEAR_MS + 1] as Duration[]) {
           await assert.rejects(
             errand.enqueue(task, { n: 1 }, { delay }),
             (err: unknown) =>

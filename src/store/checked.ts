@@ -1,0 +1,149 @@
+/**
+ * One wrapper that checks a store call's arguments before any backend sees them, for every store.
+ *
+ * Without it each backend guarded (or not) on its own and they drifted: `throughput(1h, 0)` threw
+ * on Postgres and divided by zero in memory (every bucket `NaN`); a negative lease or a zero claim
+ * limit meant something different on each. Here a bad argument is a ValidationError naming it,
+ * the same on memory, SQLite and Postgres, and the backends can assume sane input. Job ids are
+ * normalised to strings (the stores' own id parsing then decides "no such job").
+ *
+ * It is a Proxy so that everything a backend adds beyond the Store interface (SQLite's `db`,
+ * Postgres's `schema`, a test's MemoryStore clock) stays reachable through it, and `instanceof`
+ * still holds. It is also the natural seam for tracing and fault injection later: one place that
+ * sees every call. Its cost: about 30–100 ns a call (200,000 getJob + nextRunAt calls on a
+ * MemoryStore, three rounds: 1,643–1,710 ns raw vs 1,734–1,746 ns checked, on the shared 2-core
+ * machine), against a SQL round trip of a fraction of a millisecond or more.
+ */
+import { ValidationError } from "../errors.js";
+import type { JobFilter, Lease, Store } from "./types.js";
+
+const CHECKED = Symbol("errand.checkedStore");
+
+/** A finite number ≥ min (milliseconds, counts), or a ValidationError naming the argument. */
+function number(value: unknown, what: string, min: number, above = false): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < min || (above && value === min)) {
+    throw new ValidationError(
+      `${what} must be a finite number ${above ? ">" : "≥"} ${min}; got ${JSON.stringify(value) ?? String(value)}`,
+    );
+  }
+  return value;
+}
+
+function integer(value: unknown, what: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(`${what} must be an integer from ${min} to ${max}; got ${String(value)}`);
+  }
+  return value;
+}
+
+function string(value: unknown, what: string): string {
+  if (typeof value !== "string" || value === "")
+    throw new ValidationError(
+      `${what} must be a non-empty string; got ${JSON.stringify(value) ?? String(value)}`,
+    );
+  return value;
+}
+
+function object<T>(value: T, what: string): T {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new ValidationError(`${what} must be an object`);
+  return value;
+}
+
+function array<T>(value: readonly T[], what: string): readonly T[] {
+  if (!Array.isArray(value)) throw new ValidationError(`${what} must be an array`);
+  return value;
+}
+
+/** A job id as a string: ids are strings everywhere, but a number from JSON or a URL is accepted. */
+function jobId(value: unknown, what = "job id"): string {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
+  return string(value, what);
+}
+
+/** `{ ids?, queue? }` of retryJobs/discardJobs, with the ids as strings. */
+function pickFilter(filter: { ids?: string[]; queue?: string }, what: string) {
+  object(filter, `${what} filter`);
+  if (filter.queue !== undefined) string(filter.queue, `${what} queue`);
+  if (filter.ids === undefined) return filter;
+  const ids = array(filter.ids, `${what} ids`).map((id) => jobId(id, `${what} ids`));
+  return { ...filter, ids };
+}
+
+function leases(value: Lease[], what: string): Lease[] {
+  return array(value, what) as Lease[];
+}
+
+/** Per method: check (and normalise) the arguments; answer the arguments to pass on. */
+const CHECKS: {
+  [K in keyof Store]?: Store[K] extends (...args: infer A) => unknown ? (...args: A) => A : never;
+} = {
+  insertJobs: (jobs, tx) => [array(jobs, "insertJobs jobs") as typeof jobs, tx],
+  getJob: (id) => [jobId(id)],
+  cancelJob: (id) => [jobId(id)],
+  listJobs: (filter: JobFilter) => {
+    object(filter, "listJobs filter");
+    if (filter.limit !== undefined) integer(filter.limit, "limit", 1, 1000);
+    return [filter];
+  },
+  throughput: (sinceMs, bucketMs) => [
+    number(sinceMs, "throughput sinceMs", 0),
+    number(bucketMs, "throughput bucketMs", 0, true),
+  ],
+  claimJobs: (req) => {
+    object(req, "claimJobs request");
+    string(req.queue, "claimJobs queue");
+    string(req.workerId, "claimJobs workerId");
+    integer(req.limit, "claimJobs limit", 1);
+    number(req.leaseMs, "claimJobs leaseMs", 0, true);
+    return [req];
+  },
+  extendLeases: (list, leaseMs) => [
+    leases(list, "extendLeases leases"),
+    number(leaseMs, "extendLeases leaseMs", 0, true),
+  ],
+  returnJobs: (list) => [leases(list, "returnJobs leases")],
+  finishJobs: (outcomes) => [array(outcomes, "finishJobs outcomes") as typeof outcomes],
+  nextRunAt: (queues) => [array(queues, "nextRunAt queues") as string[]],
+  retryJobs: (filter) => [pickFilter(filter, "retryJobs")],
+  discardJobs: (filter) => [pickFilter(filter, "discardJobs")],
+  pruneFinished: (req) => {
+    object(req, "pruneFinished request");
+    number(req.completedAgeMs, "pruneFinished completedAgeMs", 0);
+    number(req.failedAgeMs, "pruneFinished failedAgeMs", 0);
+    return [req];
+  },
+  listWorkers: (staleMs) => [number(staleMs, "listWorkers staleMs", 0)],
+};
+
+/** `store` with every call's arguments checked first (see above). Wrapping twice wraps once. */
+export function checkedStore<S extends Store>(store: S): S {
+  if ((store as { [CHECKED]?: boolean })[CHECKED]) return store;
+  // One wrapper per method, made once (the worker calls claimJobs and finishJobs in a loop);
+  // remade if the method itself was replaced (a test wrapping one method).
+  const wrapped = new Map<PropertyKey, { of: unknown; fn: unknown }>();
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === CHECKED) return true;
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      const cached = wrapped.get(prop);
+      if (cached?.of === value) return cached.fn;
+      const check = CHECKS[prop as keyof Store] as ((...args: unknown[]) => unknown[]) | undefined;
+      // A rejected promise, not a synchronous throw: callers of an async store expect that.
+      const fn = check
+        ? (...args: unknown[]) => {
+            let checked: unknown[];
+            try {
+              checked = check(...args);
+            } catch (err) {
+              return Promise.reject(err);
+            }
+            return value.apply(target, checked);
+          }
+        : value.bind(target);
+      wrapped.set(prop, { of: value, fn });
+      return fn;
+    },
+  });
+}
