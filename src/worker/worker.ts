@@ -1,17 +1,18 @@
 import { randomUUID } from "node:crypto";
-import type { EventEmitter } from "node:events";
+import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
-import type { ClaimedJob, Store } from "../store/types.js";
+import type { ClaimedJob, RescuedJob, Store } from "../store/types.js";
 import { JobAbort } from "./abort.js";
 import { Completer } from "./completer.js";
 import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
 import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+import { Producer } from "./producer.js";
 import { Watchdog } from "./watchdog.js";
 
 export interface QueueOptions {
@@ -61,6 +62,19 @@ const UPKEEP_MS = 10_000;
 const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
 
+/**
+ * Test signals (River's testsignal): moments a test can await instead of sleeping. Internal, not
+ * part of the promise of the public API; emitting with no listener costs next to nothing.
+ */
+export interface WorkerSignals {
+  /** A queue's producer found fewer jobs than it asked for and waits for a wake-up, a due time or the poll. */
+  idle: [queue: string];
+  /** A heartbeat extended this worker's leases (or found none to extend). */
+  heartbeat: [];
+  /** A rescue pass ended; the jobs it returned to pending (often none). */
+  rescued: [jobs: RescuedJob[]];
+}
+
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
   clean: boolean;
@@ -91,6 +105,8 @@ export interface Deps {
  */
 export class Worker {
   readonly id: string;
+  /** Test signals: see WorkerSignals. */
+  readonly signals = new EventEmitter<WorkerSignals>();
   private readonly leaseMs: number;
   private readonly heartbeatMs: number;
   private readonly pollMs: number;
@@ -102,7 +118,7 @@ export class Worker {
   private readonly retention: { completedAgeMs: number; failedAgeMs: number };
   private readonly completer: Completer;
   private readonly active = new Map<string, ActiveJob>();
-  private readonly runners: QueueRunner[];
+  private readonly producers: Producer[];
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<StopResult> | null = null;
@@ -150,16 +166,16 @@ export class Worker {
       failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
     };
     this.completer = new Completer(deps.store, deps.log);
-    this.runners = Object.entries(queues).map(([queue, q]) => {
+    this.producers = Object.entries(queues).map(([queue, q]) => {
       const concurrency = q.concurrency ?? 10;
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
         throw new RangeError(
           `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
         );
       }
-      return new QueueRunner(this, queue, concurrency, this.executorDeps(q.classify));
+      return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
     });
-    if (this.runners.length === 0) throw new RangeError("a worker needs at least one queue");
+    if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
     this.watchdog = new Watchdog(
       this.leaseMs,
       () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
@@ -168,7 +184,7 @@ export class Worker {
   }
 
   get queues(): Record<string, number> {
-    return Object.fromEntries(this.runners.map((r) => [r.queue, r.concurrency]));
+    return Object.fromEntries(this.producers.map((r) => [r.queue, r.concurrency]));
   }
 
   /** Jobs currently held by this worker. */
@@ -181,9 +197,12 @@ export class Worker {
     this.started = true;
     const { store, log } = this.deps;
     this.unsubscribe = store.onJobsAvailable((queue) => {
-      for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
+      for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
-    this.every(this.heartbeatMs, () => this.heartbeat());
+    this.every(this.heartbeatMs, async () => {
+      await this.heartbeat();
+      this.signals.emit("heartbeat");
+    });
     if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
     if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
@@ -203,14 +222,14 @@ export class Worker {
       // At the deadline, wake loops waiting for a free slot so they see the time is up.
       const timer = setTimeout(
         () => {
-          for (const runner of this.runners) runner.wake();
+          for (const producer of this.producers) producer.wake();
         },
         Math.max(0, this.bounded.deadline - Date.now()),
       );
       timer.unref();
       this.timers.push(timer);
     }
-    for (const runner of this.runners) runner.start();
+    for (const producer of this.producers) producer.start();
     this.watchdog.start();
     log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
@@ -240,7 +259,7 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     const { store } = this.deps;
     const held = [...this.active.values()].filter((a) => !a.leaseLost).map((a) => a.claimed);
-    const buffered = this.runners.flatMap((r) => r.buffered);
+    const buffered = this.producers.flatMap((r) => r.buffered);
     await store.heartbeatWorker(this.id, this.active.size, this.processed);
     if (held.length + buffered.length === 0) return;
     const statuses = await store.extendLeases(
@@ -269,8 +288,8 @@ export class Worker {
 
   /** Removes a claimed-but-unstarted job from its queue's read-ahead buffer. */
   private takeBuffered(id: string): ClaimedJob | undefined {
-    for (const runner of this.runners) {
-      const job = runner.take(id);
+    for (const producer of this.producers) {
+      const job = producer.take(id);
       if (job) return job;
     }
     return undefined;
@@ -278,7 +297,7 @@ export class Worker {
 
   /** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
   private async returnBuffered(): Promise<void> {
-    const jobs = this.runners.flatMap((r) => r.drainBuffer());
+    const jobs = this.producers.flatMap((r) => r.drainBuffer());
     if (jobs.length === 0) return;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -308,6 +327,7 @@ export class Worker {
       );
       this.deps.events.emit("lost", job);
     }
+    this.signals.emit("rescued", rescued);
   }
 
   /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
@@ -317,14 +337,14 @@ export class Worker {
   }
 
   /** Executes a claimed job and records its outcome; resolves when the slot is free. */
-  async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
-    const active = new ActiveJob(claimed, runner.executor);
+  async run(claimed: ClaimedJob, producer: Producer): Promise<void> {
+    const active = new ActiveJob(claimed, producer.executor);
     this.active.set(claimed.id, active);
     let released = false;
     this.watchdog.started(claimed);
     try {
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await jobScope.run(claimed.id, () => executeJob(active, runner.executor));
+      const execution = await jobScope.run(claimed.id, () => executeJob(active, producer.executor));
       const crash = this.crashCharged.get(claimed.id);
       if (crash && execution.outcome?.kind === "released") {
         execution.outcome = crashedOutcome(
@@ -336,7 +356,7 @@ export class Worker {
       }
       active.finishedAt = Date.now();
       released = true;
-      runner.release();
+      producer.release();
       this.processed++;
       if (active.completedInTransaction) this.emitOutcome("completed", active, execution.result);
       if (!execution.outcome || active.leaseLost) return;
@@ -352,7 +372,7 @@ export class Worker {
       this.emitOutcome(event, active, execution.result, execution.error, execution.outcome.delayMs);
     } finally {
       this.active.delete(claimed.id);
-      if (!released) runner.release(); // whatever went wrong, the slot is freed
+      if (!released) producer.release(); // whatever went wrong, the slot is freed
     }
   }
 
@@ -415,6 +435,10 @@ export class Worker {
     return this.deps.log;
   }
 
+  idle(queue: string): void {
+    this.signals.emit("idle", queue);
+  }
+
   get isStopping(): boolean {
     return this.stopping !== null;
   }
@@ -455,7 +479,7 @@ export class Worker {
    * deadline plus `graceMs` to finish; then they are aborted and released, like at shutdown.
    */
   async settle(graceMs: number): Promise<StopResult> {
-    await Promise.all(this.runners.map((r) => r.stopped));
+    await Promise.all(this.producers.map((r) => r.stopped));
     const untilDeadline = this.bounded ? Math.max(0, this.bounded.deadline - Date.now()) : 0;
     return this.stop({ timeout: untilDeadline + graceMs });
   }
@@ -521,13 +545,13 @@ export class Worker {
       "worker stopping: no new claims",
     );
     this.unsubscribe?.();
-    for (const runner of this.runners) runner.wake();
+    for (const producer of this.producers) producer.wake();
     // The timeout counts from the stop: a claim the store holds (a lock, a dead connection) must
     // not postpone it.
     let deadline: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
       (async () => {
-        await Promise.all(this.runners.map((r) => r.stopped));
+        await Promise.all(this.producers.map((r) => r.stopped));
         await this.returnBuffered();
         await this.allSettled();
         return true;
@@ -571,8 +595,8 @@ export class Worker {
   }
 
   private async allSettled(): Promise<void> {
-    while (this.runners.some((r) => r.inFlight.size > 0)) {
-      await Promise.allSettled(this.runners.flatMap((r) => [...r.inFlight]));
+    while (this.producers.some((r) => r.inFlight.size > 0)) {
+      await Promise.allSettled(this.producers.flatMap((r) => [...r.inFlight]));
     }
   }
 }
@@ -585,184 +609,3 @@ const EVENT_OF = {
   released: "released",
   cancelled: "cancelled",
 } as const;
-
-/**
- * The claim loop of one queue. Claimed jobs wait in `buffer` until a slot is free; a freed slot
- * takes the next buffered job at once (no round trip), and the loop refills the buffer in the
- * background when it runs low. How far ahead it claims follows the queue's recent rate
- * (`readAheadMs` of work, capped by the batch size), so fast jobs are claimed hundreds at a
- * time and slow ones hardly ahead at all — a buffered job is one another worker cannot take.
- */
-class QueueRunner {
-  readonly inFlight = new Set<Promise<void>>();
-  stopped: Promise<void> = Promise.resolve();
-  private busy = 0;
-  private signaled = true;
-  private wakeUp: (() => void) | null = null;
-  private buffer: ClaimedJob[] = [];
-  /** Jobs to hold claimed beyond the concurrency, from the rate. */
-  private ahead = 0;
-  /** Rate estimate: jobs finished per ms (smoothed), and the current measuring window. */
-  private rate = 0;
-  private windowStart = performance.now();
-  private windowCount = 0;
-
-  constructor(
-    private readonly worker: Worker,
-    readonly queue: string,
-    readonly concurrency: number,
-    readonly executor: ExecutorDeps,
-  ) {}
-
-  start(): void {
-    this.stopped = this.loop();
-  }
-
-  /** Something changed (enqueue, slot freed, stop): run the loop again now. */
-  wake(): void {
-    this.signaled = true;
-    this.cancelWait();
-  }
-
-  private cancelWait(): void {
-    const wake = this.wakeUp;
-    this.wakeUp = null;
-    wake?.();
-  }
-
-  /** A slot is free: the next buffered job takes it at once; the loop refills the buffer when low. */
-  release(): void {
-    this.busy--;
-    this.windowCount++;
-    this.dispatch();
-    if (this.buffer.length <= this.ahead / 2) this.wake();
-  }
-
-  /** Claimed jobs not started yet (their leases are extended by the heartbeat). */
-  get buffered(): readonly ClaimedJob[] {
-    return this.buffer;
-  }
-
-  take(id: string): ClaimedJob | undefined {
-    const i = this.buffer.findIndex((job) => job.id === id);
-    return i < 0 ? undefined : this.buffer.splice(i, 1)[0];
-  }
-
-  drainBuffer(): ClaimedJob[] {
-    const jobs = this.buffer;
-    this.buffer = [];
-    return jobs;
-  }
-
-  /** Starts buffered jobs in the free slots (none once the worker is stopping). */
-  private dispatch(): void {
-    while (this.busy < this.concurrency && this.buffer.length > 0 && !this.worker.isStopping) {
-      const job = this.buffer.shift() as ClaimedJob;
-      this.track(this.worker.run(job, this));
-    }
-  }
-
-  /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
-  private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0) return;
-    const now = performance.now();
-    const elapsed = now - this.windowStart;
-    if (elapsed < 50) return;
-    const measured = this.windowCount / elapsed;
-    this.rate = this.rate === 0 ? measured : (this.rate + measured) / 2;
-    this.windowStart = now;
-    this.windowCount = 0;
-    this.ahead = Math.min(batchSize, Math.floor(this.rate * readAheadMs));
-  }
-
-  private wait(ms: number): Promise<void> {
-    if (this.signaled) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wakeUp = null;
-        resolve();
-      }, ms);
-      this.wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
-  private async loop(): Promise<void> {
-    const { store, log } = this.worker;
-    const { workerId, leaseMs, batchSize, pollMs, readAheadMs } = this.worker.claimOptions;
-    let failures = 0;
-    while (!this.worker.isStopping) {
-      this.dispatch();
-      this.updateReadAhead(readAheadMs, batchSize);
-      const room = this.concurrency + this.ahead - this.busy - this.buffer.length;
-      // Refill when the buffer is down to half the read-ahead (empty, without read-ahead).
-      if (room <= 0 || this.buffer.length > this.ahead / 2) {
-        this.signaled = false;
-        await this.wait(pollMs);
-        continue;
-      }
-      if (this.worker.outcomeBacklog >= 2 * batchSize) {
-        // Claiming faster than outcomes are written would pile up run-but-unrecorded jobs in
-        // memory (and re-run them all after a crash): wait for the completer to catch up.
-        this.signaled = false;
-        await Promise.race([this.worker.outcomesWritten(), this.wait(pollMs)]);
-        this.cancelWait();
-        continue;
-      }
-      this.signaled = false;
-      let claimed: ClaimedJob[];
-      const limit = this.worker.reserveClaims(Math.min(room, batchSize));
-      if (limit === 0) break; // a bounded run's budget or time is spent
-      try {
-        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
-        this.worker.returnClaims(limit - claimed.length);
-        failures = 0;
-      } catch (err) {
-        this.worker.returnClaims(limit);
-        failures++;
-        const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
-        log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
-        // The whole back-off, even when slots free up meanwhile: each freed slot wakes the loop,
-        // and a broken store was being asked again at once (99 failing claims in 100 ms).
-        const until = performance.now() + delay;
-        while (!this.worker.isStopping && performance.now() < until) {
-          this.signaled = false;
-          await this.wait(until - performance.now());
-        }
-        continue;
-      }
-      // Claimed as the stop began, they stay buffered and go back untouched (Worker.returnBuffered).
-      this.buffer.push(...claimed);
-      this.dispatch();
-      if (claimed.length < limit) {
-        if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
-        await this.wait(await this.idleDelay(pollMs));
-      }
-    }
-  }
-
-  private track(run: Promise<void>): void {
-    this.busy++;
-    this.inFlight.add(run);
-    run
-      .catch((err) => this.worker.log.error({ err }, "unexpected error running a job"))
-      .finally(() => this.inFlight.delete(run));
-  }
-
-  /** Sleep until the next delayed job is due, capped by the poll interval. */
-  private async idleDelay(pollMs: number): Promise<number> {
-    if (this.signaled) return 0;
-    try {
-      const [next, now] = await Promise.all([
-        this.worker.store.nextRunAt([this.queue]),
-        this.worker.store.now(),
-      ]);
-      if (!next) return pollMs;
-      return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
-    } catch {
-      return pollMs;
-    }
-  }
-}
