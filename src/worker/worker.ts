@@ -12,6 +12,7 @@ import { Completer } from "./completer.js";
 import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
 import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+import { Heartbeat } from "./heartbeat.js";
 import { Producer } from "./producer.js";
 import { Watchdog } from "./watchdog.js";
 
@@ -126,6 +127,7 @@ export class Worker {
   private started = false;
   private registered: Promise<void> = Promise.resolve();
   private readonly watchdog: Watchdog;
+  private readonly heartbeat: Heartbeat;
   /** Set by stop(): the hard limit every wait of the stop is raced against. */
   private deadline: Deadline | null = null;
   /** Jobs a crash charges (crash.ts), with the crash. */
@@ -176,6 +178,7 @@ export class Worker {
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
+    this.heartbeat = new Heartbeat(deps.store, this.id, this.leaseMs, this.active, this.producers);
     this.watchdog = new Watchdog(
       this.leaseMs,
       () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
@@ -200,7 +203,7 @@ export class Worker {
       for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
     this.every(this.heartbeatMs, async () => {
-      await this.heartbeat();
+      await this.heartbeat.beat(this.processed);
       this.signals.emit("heartbeat");
     });
     if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
@@ -254,45 +257,6 @@ export class Worker {
     timer.unref();
     this.timers.push(timer);
     if (jitter) setImmediate(run);
-  }
-
-  private async heartbeat(): Promise<void> {
-    const { store } = this.deps;
-    const held = [...this.active.values()].filter((a) => !a.leaseLost).map((a) => a.claimed);
-    const buffered = this.producers.flatMap((r) => r.buffered);
-    await store.heartbeatWorker(this.id, this.active.size, this.processed);
-    if (held.length + buffered.length === 0) return;
-    const statuses = await store.extendLeases(
-      [...held, ...buffered].map((c) => ({ id: c.id, leaseToken: c.leaseToken })),
-      this.leaseMs,
-    );
-    const giveBack: ClaimedJob[] = [];
-    for (const status of statuses) {
-      const waiting = status.held && !status.cancelRequested ? undefined : this.takeBuffered(status.id);
-      if (waiting) {
-        // Not started yet: a lost lease means someone else has it; a cancelled one is never run.
-        if (status.held) giveBack.push(waiting);
-        continue;
-      }
-      const job = this.active.get(status.id);
-      if (!job) continue;
-      if (!status.held) {
-        job.leaseLost = true;
-        job.abort(new JobAbort("lease-lost", "lease lost: the job was rescued or taken over"));
-      } else if (status.cancelRequested) {
-        job.abort(new JobAbort("cancelled", "job cancelled"));
-      }
-    }
-    if (giveBack.length > 0) await store.returnJobs(giveBack);
-  }
-
-  /** Removes a claimed-but-unstarted job from its queue's read-ahead buffer. */
-  private takeBuffered(id: string): ClaimedJob | undefined {
-    for (const producer of this.producers) {
-      const job = producer.take(id);
-      if (job) return job;
-    }
-    return undefined;
   }
 
   /** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
