@@ -13,6 +13,7 @@ import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
 import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
+import { Maintenance, pruneFinished, rescueExpiredLeases } from "./maintenance.js";
 import { Producer } from "./producer.js";
 import { Watchdog } from "./watchdog.js";
 
@@ -120,7 +121,9 @@ export class Worker {
   private readonly completer: Completer;
   private readonly active = new Map<string, ActiveJob>();
   private readonly producers: Producer[];
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly maintenance: Maintenance;
+  /** A bounded run's wake-up at its deadline. */
+  private boundedTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<StopResult> | null = null;
   private processed = 0;
@@ -178,6 +181,7 @@ export class Worker {
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
+    this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
     this.heartbeat = new Heartbeat(deps.store, this.id, this.leaseMs, this.active, this.producers);
     this.watchdog = new Watchdog(
       this.leaseMs,
@@ -202,15 +206,17 @@ export class Worker {
     this.unsubscribe = store.onJobsAvailable((queue) => {
       for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
-    this.every(this.heartbeatMs, async () => {
+    this.maintenance.add("heartbeat", this.heartbeatMs, async () => {
       await this.heartbeat.beat(this.processed);
       this.signals.emit("heartbeat");
     });
-    if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
-    if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
-    if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
+    if (!this.bounded) this.maintenance.add("rescuer", this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
+    if (this.pruneMs > 0) this.maintenance.add("pruner", this.pruneMs, () => this.prune(), true);
+    if (this.deps.maintenance)
+      this.maintenance.add("schedules", Math.min(1000, this.pollMs), this.deps.maintenance, true);
     if (store.upkeep && !this.bounded)
-      this.every(UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
+      this.maintenance.add("upkeep", UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
+    this.maintenance.start();
     this.registered = store
       .registerWorker({
         id: this.id,
@@ -230,33 +236,12 @@ export class Worker {
         Math.max(0, this.bounded.deadline - Date.now()),
       );
       timer.unref();
-      this.timers.push(timer);
+      this.boundedTimer = timer;
     }
     for (const producer of this.producers) producer.start();
     this.watchdog.start();
     log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
-  }
-
-  /** Runs `task` every `ms` (jittered when asked), never two at once; errors are logged, not thrown. */
-  private every(ms: number, task: () => Promise<unknown>, jitter = false): void {
-    let busy = false;
-    const run = async () => {
-      if (busy || this.stopping) return;
-      busy = true;
-      try {
-        await task();
-      } catch (err) {
-        this.deps.log.warn({ err }, "background task failed; will try again");
-      } finally {
-        busy = false;
-      }
-    };
-    const interval = jitter ? Math.round(ms * (0.8 + Math.random() * 0.4)) : ms;
-    const timer = setInterval(run, interval);
-    timer.unref();
-    this.timers.push(timer);
-    if (jitter) setImmediate(run);
   }
 
   /** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
@@ -283,21 +268,13 @@ export class Worker {
 
   /** Returns dead workers' jobs (expired leases) to pending; run periodically, and by a bounded run before it claims. */
   async rescue(): Promise<void> {
-    const rescued = await this.deps.store.rescueExpiredLeases();
-    for (const job of rescued) {
-      this.deps.log.warn(
-        { jobId: job.id, name: job.name, queue: job.queue, attempt: job.attempt, state: job.state },
-        "rescued a job whose lease expired (its worker stopped heartbeating)",
-      );
-      this.deps.events.emit("lost", job);
-    }
-    this.signals.emit("rescued", rescued);
+    const { store, log, events } = this.deps;
+    this.signals.emit("rescued", await rescueExpiredLeases(store, log, events));
   }
 
   /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
   async prune(): Promise<void> {
-    const pruned = await this.deps.store.pruneFinished(this.retention);
-    if (pruned > 0) this.deps.log.info({ pruned }, "pruned finished jobs past retention");
+    await pruneFinished(this.deps.store, this.deps.log, this.retention);
   }
 
   /** Executes a claimed job and records its outcome; resolves when the slot is free. */
@@ -474,7 +451,8 @@ export class Worker {
     // Not awaited: it makes the completer give up after a few more tries instead of retrying
     // forever, so an embedding program is not kept alive by its retry timer.
     void this.completer.drain();
-    for (const timer of this.timers) clearInterval(timer);
+    this.maintenance.stop();
+    clearTimeout(this.boundedTimer);
     this.watchdog.stop();
     this.deps.log.error(
       { worker: this.id, unwritten },
@@ -533,7 +511,8 @@ export class Worker {
       await this.allSettled();
     }
     await this.completer.drain();
-    for (const timer of this.timers) clearInterval(timer);
+    this.maintenance.stop();
+    clearTimeout(this.boundedTimer);
     await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
     log[this.lifecycleLevel](
