@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
@@ -14,43 +13,17 @@ import { Deadline } from "./deadline.js";
 import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
 import { Maintenance, pruneFinished, rescueExpiredLeases } from "./maintenance.js";
+import {
+  type QueueOptions,
+  queueConcurrency,
+  type WorkerOptions,
+  type WorkerSettings,
+  workerSettings,
+} from "./options.js";
 import { Producer } from "./producer.js";
 import { Watchdog } from "./watchdog.js";
 
-export interface QueueOptions {
-  /** Jobs of this queue run at once in this process. Default 10. */
-  concurrency?: number;
-  /** Decide retry-or-fail for unknown errors of this queue's jobs (a job's own classify wins). */
-  classify?: (err: unknown) => Classification | undefined;
-}
-
-export interface WorkerOptions {
-  /** How long a claim holds a job without a heartbeat. Default 15s. */
-  lease?: Duration;
-  /** How often leases are extended. Default a third of the lease. */
-  heartbeat?: Duration;
-  /** Safety-net poll when no wake-up signal arrives. Default 2s. */
-  pollInterval?: Duration;
-  /** How often this worker looks for expired leases of dead workers. Default half the lease. */
-  rescueInterval?: Duration;
-  /** Graceful stop: after this, running jobs are aborted and released. Default 30s. */
-  shutdownTimeout?: Duration;
-  /** Most jobs claimed in one round trip, and most claimed ahead of the free slots. Default 500. */
-  batchSize?: number;
-  /**
-   * Read-ahead: each queue claims about this much work beyond its free slots (measured by its
-   * recent rate), so the next jobs are local when a slot frees instead of one round trip away.
-   * Fast jobs get a batch ahead, slow ones next to none; a job waits in this buffer about this
-   * long at most, and unstarted jobs go back to the queue untouched at stop. Default 100ms; 0 disables.
-   */
-  readAhead?: Duration;
-  /** Finished-job retention, enforced by the worker's pruner. */
-  retention?: { completed?: Duration; failed?: Duration };
-  /** How often to prune. Default 10 minutes; 0 disables. */
-  pruneInterval?: Duration;
-  /** Worker id in history and the registry. Default host:pid:random. */
-  id?: string;
-}
+export type { QueueOptions, WorkerOptions };
 
 /** How often a worker runs its store's upkeep (Store.upkeep: Postgres vacuums when dead rows pile up). */
 const UPKEEP_MS = 10_000;
@@ -109,15 +82,7 @@ export class Worker {
   readonly id: string;
   /** Test signals: see WorkerSignals. */
   readonly signals = new EventEmitter<WorkerSignals>();
-  private readonly leaseMs: number;
-  private readonly heartbeatMs: number;
-  private readonly pollMs: number;
-  private readonly rescueMs: number;
-  private readonly shutdownMs: number;
-  private readonly batchSize: number;
-  private readonly readAheadMs: number;
-  private readonly pruneMs: number;
-  private readonly retention: { completedAgeMs: number; failedAgeMs: number };
+  private readonly settings: WorkerSettings;
   private readonly completer: Completer;
   private readonly active = new Map<string, ActiveJob>();
   private readonly producers: Producer[];
@@ -146,45 +111,18 @@ export class Worker {
     bounded?: { limit: number; deadline: number },
   ) {
     this.bounded = bounded ? { limit: bounded.limit, left: bounded.limit, deadline: bounded.deadline } : null;
-    this.id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.leaseMs = parseDuration(options.lease ?? "15s", "lease");
-    this.heartbeatMs = parseDuration(
-      options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)),
-      "heartbeat",
-    );
-    if (this.heartbeatMs >= this.leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
-    this.pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
-    this.rescueMs = parseDuration(
-      options.rescueInterval ?? Math.max(10, Math.floor(this.leaseMs / 2)),
-      "rescueInterval",
-    );
-    this.shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
-    this.batchSize = options.batchSize ?? 500;
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > 10_000) {
-      throw new RangeError(`batchSize must be an integer from 1 to 10000, got ${this.batchSize}`);
-    }
-    // A bounded run (processJobs, an HTTP tick) claims exactly what it runs: no read-ahead.
-    this.readAheadMs = bounded ? 0 : parseDuration(options.readAhead ?? "100ms", "readAhead");
-    this.pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
-    this.retention = {
-      completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
-      failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
-    };
+    this.settings = workerSettings(options, bounded !== undefined);
+    this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log);
     this.producers = Object.entries(queues).map(([queue, q]) => {
-      const concurrency = q.concurrency ?? 10;
-      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
-        throw new RangeError(
-          `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
-        );
-      }
+      const concurrency = queueConcurrency(queue, q);
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
-    this.heartbeat = new Heartbeat(deps.store, this.id, this.leaseMs, this.active, this.producers);
+    this.heartbeat = new Heartbeat(deps.store, this.id, this.settings.leaseMs, this.active, this.producers);
     this.watchdog = new Watchdog(
-      this.leaseMs,
+      this.settings.leaseMs,
       () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
       (fields, message) => deps.log.warn(fields, message),
     );
@@ -206,14 +144,15 @@ export class Worker {
     this.unsubscribe = store.onJobsAvailable((queue) => {
       for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
-    this.maintenance.add("heartbeat", this.heartbeatMs, async () => {
+    this.maintenance.add("heartbeat", this.settings.heartbeatMs, async () => {
       await this.heartbeat.beat(this.processed);
       this.signals.emit("heartbeat");
     });
-    if (!this.bounded) this.maintenance.add("rescuer", this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
-    if (this.pruneMs > 0) this.maintenance.add("pruner", this.pruneMs, () => this.prune(), true);
+    if (!this.bounded) this.maintenance.add("rescuer", this.settings.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
+    if (this.settings.pruneMs > 0)
+      this.maintenance.add("pruner", this.settings.pruneMs, () => this.prune(), true);
     if (this.deps.maintenance)
-      this.maintenance.add("schedules", Math.min(1000, this.pollMs), this.deps.maintenance, true);
+      this.maintenance.add("schedules", Math.min(1000, this.settings.pollMs), this.deps.maintenance, true);
     if (store.upkeep && !this.bounded)
       this.maintenance.add("upkeep", UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
     this.maintenance.start();
@@ -274,7 +213,7 @@ export class Worker {
 
   /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
   async prune(): Promise<void> {
-    await pruneFinished(this.deps.store, this.deps.log, this.retention);
+    await pruneFinished(this.deps.store, this.deps.log, this.settings.retention);
   }
 
   /** Executes a claimed job and records its outcome; resolves when the slot is free. */
@@ -361,10 +300,10 @@ export class Worker {
   get claimOptions() {
     return {
       workerId: this.id,
-      leaseMs: this.leaseMs,
-      batchSize: this.batchSize,
-      pollMs: this.pollMs,
-      readAheadMs: this.readAheadMs,
+      leaseMs: this.settings.leaseMs,
+      batchSize: this.settings.batchSize,
+      pollMs: this.settings.pollMs,
+      readAheadMs: this.settings.readAheadMs,
     };
   }
 
@@ -431,7 +370,7 @@ export class Worker {
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
     if (!this.stopping) {
-      const timeoutMs = parseDuration(options.timeout ?? this.shutdownMs, "timeout");
+      const timeoutMs = parseDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
       this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
       this.stopping = this.stopBy(this.deadline, timeoutMs);
     }
