@@ -7,6 +7,7 @@ import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, RescuedJob, Store } from "../store/types.js";
 import { JobAbort } from "./abort.js";
+import { ClaimBudget } from "./budget.js";
 import { Completer } from "./completer.js";
 import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
@@ -101,7 +102,7 @@ export class Worker {
   /** Jobs a crash charges (crash.ts), with the crash. */
   private readonly crashCharged = new Map<string, Error>();
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
-  private readonly bounded: { limit: number; left: number; deadline: number } | null;
+  private readonly bounded: ClaimBudget | null;
 
   constructor(
     private readonly deps: Deps,
@@ -110,7 +111,7 @@ export class Worker {
     /** Internal: claim at most `limit` jobs, none after `deadline` (epoch ms), and stop claiming when nothing is due. */
     bounded?: { limit: number; deadline: number },
   ) {
-    this.bounded = bounded ? { limit: bounded.limit, left: bounded.limit, deadline: bounded.deadline } : null;
+    this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
     this.settings = workerSettings(options, bounded !== undefined);
     this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log);
@@ -168,12 +169,9 @@ export class Worker {
       .catch((err) => log.warn({ err }, "could not register worker"));
     if (this.bounded) {
       // At the deadline, wake loops waiting for a free slot so they see the time is up.
-      const timer = setTimeout(
-        () => {
-          for (const producer of this.producers) producer.wake();
-        },
-        Math.max(0, this.bounded.deadline - Date.now()),
-      );
+      const timer = setTimeout(() => {
+        for (const producer of this.producers) producer.wake();
+      }, this.bounded.msLeft);
       timer.unref();
       this.boundedTimer = timer;
     }
@@ -335,22 +333,17 @@ export class Worker {
 
   /** Takes up to `wanted` claims from a bounded run's budget: 0 once it is spent or past its deadline. */
   reserveClaims(wanted: number): number {
-    const b = this.bounded;
-    if (!b) return wanted;
-    if (Date.now() >= b.deadline) return 0;
-    const granted = Math.min(wanted, b.left);
-    b.left -= granted;
-    return granted;
+    return this.bounded ? this.bounded.reserve(wanted) : wanted;
   }
 
   /** Gives back claims reserved but not used (fewer jobs were due, or the claim failed). */
   returnClaims(unused: number): void {
-    if (this.bounded && unused > 0) this.bounded.left += unused;
+    this.bounded?.giveBack(unused);
   }
 
   /** Jobs claimed so far by a bounded run. */
   get claimedCount(): number {
-    return this.bounded ? this.bounded.limit - this.bounded.left : 0;
+    return this.bounded?.claimed ?? 0;
   }
 
   /**
@@ -360,7 +353,7 @@ export class Worker {
    */
   async settle(graceMs: number): Promise<StopResult> {
     await Promise.all(this.producers.map((r) => r.stopped));
-    const untilDeadline = this.bounded ? Math.max(0, this.bounded.deadline - Date.now()) : 0;
+    const untilDeadline = this.bounded?.msLeft ?? 0;
     return this.stop({ timeout: untilDeadline + graceMs });
   }
 
