@@ -211,3 +211,29 @@ export class Producer {
     }
   }
 }
+
+/** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
+export async function returnBuffered(
+  producers: readonly Producer[],
+  store: Store,
+  log: Logger,
+): Promise<void> {
+  const jobs = producers.flatMap((r) => r.drainBuffer());
+  if (jobs.length === 0) return;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await store.returnJobs(jobs);
+      log.debug({ returned: jobs.length }, "returned claimed jobs not started");
+      return;
+    } catch (err) {
+      if (attempt >= 3) {
+        log.warn(
+          { err, jobs: jobs.length },
+          "could not return claimed jobs not started; they come back when their leases expire",
+        );
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}

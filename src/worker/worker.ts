@@ -21,7 +21,8 @@ import {
   type WorkerSettings,
   workerSettings,
 } from "./options.js";
-import { Producer } from "./producer.js";
+import { EVENT_OF, emitOutcome } from "./outcome-events.js";
+import { Producer, returnBuffered } from "./producer.js";
 import { Watchdog } from "./watchdog.js";
 
 export type { QueueOptions, WorkerOptions };
@@ -181,28 +182,6 @@ export class Worker {
     return this;
   }
 
-  /** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
-  private async returnBuffered(): Promise<void> {
-    const jobs = this.producers.flatMap((r) => r.drainBuffer());
-    if (jobs.length === 0) return;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.deps.store.returnJobs(jobs);
-        this.deps.log.debug({ returned: jobs.length }, "returned claimed jobs not started");
-        return;
-      } catch (err) {
-        if (attempt >= 3) {
-          this.deps.log.warn(
-            { err, jobs: jobs.length },
-            "could not return claimed jobs not started; they come back when their leases expire",
-          );
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 100 * attempt));
-      }
-    }
-  }
-
   /** Returns dead workers' jobs (expired leases) to pending; run periodically, and by a bounded run before it claims. */
   async rescue(): Promise<void> {
     const { store, log, events } = this.deps;
@@ -236,7 +215,8 @@ export class Worker {
       released = true;
       producer.release();
       this.processed++;
-      if (active.completedInTransaction) this.emitOutcome("completed", active, execution.result);
+      if (active.completedInTransaction)
+        emitOutcome(this.deps.events, this.deps.log, "completed", active, execution.result);
       if (!execution.outcome || active.leaseLost) return;
       const applied = await this.completer.finish(execution.outcome, claimed.attempt);
       if (!applied) {
@@ -247,7 +227,15 @@ export class Worker {
         return;
       }
       const event = EVENT_OF[execution.outcome.kind];
-      this.emitOutcome(event, active, execution.result, execution.error, execution.outcome.delayMs);
+      emitOutcome(
+        this.deps.events,
+        this.deps.log,
+        event,
+        active,
+        execution.result,
+        execution.error,
+        execution.outcome.delayMs,
+      );
     } finally {
       this.active.delete(claimed.id);
       if (!released) producer.release(); // whatever went wrong, the slot is freed
@@ -266,24 +254,6 @@ export class Worker {
       knownJobNames: this.deps.knownJobNames,
       classify,
     };
-  }
-
-  private emitOutcome(
-    event: string,
-    active: ActiveJob,
-    result?: unknown,
-    error?: Error,
-    delayMs?: number,
-  ): void {
-    const { events } = this.deps;
-    if (events.listenerCount(event) === 0) return; // most workers have no listeners: build nothing
-    const startedAt = new Date(active.startedAt);
-    const durationMs = active.finishedAt - active.startedAt;
-    try {
-      events.emit(event, { job: active.job, result, error, delayMs, startedAt, durationMs });
-    } catch (err) {
-      this.deps.log.error({ err, event }, "an event listener threw");
-    }
   }
 
   /** Outcomes run but not yet written; the claim loops pause while it is large (back-pressure). */
@@ -426,7 +396,7 @@ export class Worker {
     const drained = await Promise.race([
       (async () => {
         await Promise.all(this.producers.map((r) => r.stopped));
-        await this.returnBuffered();
+        await returnBuffered(this.producers, this.deps.store, this.deps.log);
         await this.allSettled();
         return true;
       })(),
@@ -475,12 +445,3 @@ export class Worker {
     }
   }
 }
-
-const EVENT_OF = {
-  completed: "completed",
-  retry: "retrying",
-  failed: "failed",
-  snoozed: "snoozed",
-  released: "released",
-  cancelled: "cancelled",
-} as const;
