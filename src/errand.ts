@@ -24,7 +24,7 @@ import type {
   Store,
   TxHandle,
 } from "./store/types.js";
-import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
+import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
 export interface OpenErrandOptions {

@@ -37,7 +37,7 @@ export type { TickOptions, TickResult } from "./schedule/tick.js";
 export { runTick } from "./schedule/tick.js";
 export { MemoryStore } from "./store/memory/index.js";
 export type { JobFilter, JobPage, QueueStats, ScheduleRecord, Store, WorkerInfo } from "./store/types.js";
-export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
+export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { runUntilSignal } from "./worker/process.js";
 export type { ThreadJobInfo } from "./worker/thread.js";
