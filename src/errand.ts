@@ -10,7 +10,7 @@ import {
   MAX_ATTEMPTS_RANGE,
   PRIORITY_RANGE,
 } from "./job.js";
-import { createLogger, type Logger } from "./logger.js";
+import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { checkPayload, DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { DEFAULT_URL, openStore } from "./store/open.js";
@@ -125,7 +125,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
     super();
     this.store = store;
     this.ownsStore = options.ownsStore;
-    this.log = options.logger ?? createLogger();
+    this.log = checkLogger(options.logger) ?? createLogger();
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
     for (const job of options.jobs ?? []) this.register(job);
@@ -487,7 +487,7 @@ function parseInstant(value: Date | string, what: string): Date {
 /** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */
 export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
   const ownsStore = !options.store;
-  const logger = options.logger ?? createLogger();
+  const logger = checkLogger(options.logger) ?? createLogger();
   const store =
     options.store ??
     (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, {
