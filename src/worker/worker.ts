@@ -6,12 +6,10 @@ import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, RescuedJob, Store } from "../store/types.js";
-import { JobAbort } from "./abort.js";
 import { ClaimBudget } from "./budget.js";
 import { Completer } from "./completer.js";
-import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
-import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+import type { ExecutorDeps } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
 import { Maintenance, pruneFinished, rescueExpiredLeases } from "./maintenance.js";
 import {
@@ -21,8 +19,8 @@ import {
   type WorkerSettings,
   workerSettings,
 } from "./options.js";
-import { EVENT_OF, emitOutcome } from "./outcome-events.js";
 import { Producer, returnBuffered } from "./producer.js";
+import { RunningJobs } from "./running.js";
 import { Watchdog } from "./watchdog.js";
 
 export type { QueueOptions, WorkerOptions };
@@ -86,22 +84,20 @@ export class Worker {
   readonly signals = new EventEmitter<WorkerSignals>();
   private readonly settings: WorkerSettings;
   private readonly completer: Completer;
-  private readonly active = new Map<string, ActiveJob>();
+  /** The jobs this worker runs now. */
+  private readonly jobs: RunningJobs;
   private readonly producers: Producer[];
   private readonly maintenance: Maintenance;
   /** A bounded run's wake-up at its deadline. */
   private boundedTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<StopResult> | null = null;
-  private processed = 0;
   private started = false;
   private registered: Promise<void> = Promise.resolve();
   private readonly watchdog: Watchdog;
   private readonly heartbeat: Heartbeat;
   /** Set by stop(): the hard limit every wait of the stop is raced against. */
   private deadline: Deadline | null = null;
-  /** Jobs a crash charges (crash.ts), with the crash. */
-  private readonly crashCharged = new Map<string, Error>();
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
   private readonly bounded: ClaimBudget | null;
 
@@ -116,16 +112,30 @@ export class Worker {
     this.settings = workerSettings(options, bounded !== undefined);
     this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log);
+    this.jobs = new RunningJobs({
+      completer: this.completer,
+      events: deps.events,
+      log: deps.log,
+      findJob: deps.findJob,
+      started: (claimed) => this.watchdog.started(claimed),
+    });
     this.producers = Object.entries(queues).map(([queue, q]) => {
       const concurrency = queueConcurrency(queue, q);
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
-    this.heartbeat = new Heartbeat(deps.store, this.id, this.settings.leaseMs, this.active, this.producers);
+    this.heartbeat = new Heartbeat(
+      deps.store,
+      this.id,
+      this.settings.leaseMs,
+      this.jobs.active,
+      this.producers,
+    );
     this.watchdog = new Watchdog(
       this.settings.leaseMs,
-      () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
+      () =>
+        [...this.jobs.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
       (fields, message) => deps.log.warn(fields, message),
     );
   }
@@ -136,7 +146,7 @@ export class Worker {
 
   /** Jobs currently held by this worker. */
   get running(): number {
-    return this.active.size;
+    return this.jobs.active.size;
   }
 
   start(): this {
@@ -147,7 +157,7 @@ export class Worker {
       for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
     this.maintenance.add("heartbeat", this.settings.heartbeatMs, async () => {
-      await this.heartbeat.beat(this.processed);
+      await this.heartbeat.beat(this.jobs.processed);
       this.signals.emit("heartbeat");
     });
     if (!this.bounded) this.maintenance.add("rescuer", this.settings.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
@@ -193,53 +203,9 @@ export class Worker {
     await pruneFinished(this.deps.store, this.deps.log, this.settings.retention);
   }
 
-  /** Executes a claimed job and records its outcome; resolves when the slot is free. */
-  async run(claimed: ClaimedJob, producer: Producer): Promise<void> {
-    const active = new ActiveJob(claimed, producer.executor);
-    this.active.set(claimed.id, active);
-    let released = false;
-    this.watchdog.started(claimed);
-    try {
-      // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await jobScope.run(claimed.id, () => executeJob(active, producer.executor));
-      const crash = this.crashCharged.get(claimed.id);
-      if (crash && execution.outcome?.kind === "released") {
-        execution.outcome = crashedOutcome(
-          execution.outcome,
-          claimed,
-          this.deps.findJob(claimed.name),
-          crash,
-        );
-      }
-      active.finishedAt = Date.now();
-      released = true;
-      producer.release();
-      this.processed++;
-      if (active.completedInTransaction)
-        emitOutcome(this.deps.events, this.deps.log, "completed", active, execution.result);
-      if (!execution.outcome || active.leaseLost) return;
-      const applied = await this.completer.finish(execution.outcome, claimed.attempt);
-      if (!applied) {
-        this.deps.log.warn(
-          { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
-          "outcome rejected: the lease was lost (the job was rescued or taken over)",
-        );
-        return;
-      }
-      const event = EVENT_OF[execution.outcome.kind];
-      emitOutcome(
-        this.deps.events,
-        this.deps.log,
-        event,
-        active,
-        execution.result,
-        execution.error,
-        execution.outcome.delayMs,
-      );
-    } finally {
-      this.active.delete(claimed.id);
-      if (!released) producer.release(); // whatever went wrong, the slot is freed
-    }
+  /** Runs a claimed job in a slot of `producer` (ProducerHost); resolves when the slot is free. */
+  run(claimed: ClaimedJob, producer: Producer): Promise<void> {
+    return this.jobs.run(claimed, producer);
   }
 
   /** What the executor needs for one queue's jobs; made once per queue. */
@@ -348,7 +314,7 @@ export class Worker {
     const result = await deadline.race(this.doStop(timeoutMs));
     deadline.cancel();
     if (result) return result;
-    const unwritten = this.active.size + this.completer.backlog;
+    const unwritten = this.jobs.active.size + this.completer.backlog;
     this.abortRunning();
     // Not awaited: it makes the completer give up after a few more tries instead of retrying
     // forever, so an embedding program is not kept alive by its retry timer.
@@ -360,7 +326,7 @@ export class Worker {
       { worker: this.id, unwritten },
       "shutdown deadline passed with the store not answering: stopping without recording the remaining outcomes; their jobs return when their leases expire",
     );
-    return { clean: false, released: this.active.size, abandoned: true };
+    return { clean: false, released: this.jobs.active.size, abandoned: true };
   }
 
   /** A second signal: abort running jobs now and give their outcomes HURRY_MS at most. */
@@ -375,8 +341,7 @@ export class Worker {
    * running job is aborted. Returns how many were aborted.
    */
   crashed(culprit: string | undefined, error: Error): number {
-    const charged = culprit && this.active.has(culprit) ? [culprit] : culprit ? [] : [...this.active.keys()];
-    for (const id of charged) if (!this.crashCharged.has(id)) this.crashCharged.set(id, error);
+    this.jobs.chargeCrash(culprit, error);
     this.deadline?.shorten(HURRY_MS);
     return this.abortRunning();
   }
@@ -385,7 +350,7 @@ export class Worker {
     const { log, store } = this.deps;
     this.watchdog.stop();
     log[this.lifecycleLevel](
-      { worker: this.id, running: this.active.size, timeoutMs },
+      { worker: this.id, running: this.jobs.active.size, timeoutMs },
       "worker stopping: no new claims",
     );
     this.unsubscribe?.();
@@ -407,7 +372,7 @@ export class Worker {
     clearTimeout(deadline);
     let released = 0;
     if (!drained) {
-      released = this.active.size;
+      released = this.jobs.active.size;
       log.warn({ released }, "shutdown timeout reached: aborting running jobs and returning them to pending");
       this.abortRunning();
       await this.allSettled();
@@ -418,7 +383,7 @@ export class Worker {
     await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
     log[this.lifecycleLevel](
-      { worker: this.id, clean: drained, processed: this.processed },
+      { worker: this.id, clean: drained, processed: this.jobs.processed },
       "worker stopped",
     );
     return { clean: drained, released };
@@ -430,13 +395,7 @@ export class Worker {
    * a second SIGTERM or a crash during a graceful stop. Returns how many jobs were aborted.
    */
   abortRunning(): number {
-    let count = 0;
-    for (const job of this.active.values()) {
-      if (job.abortReason) continue;
-      job.abort(new JobAbort("shutdown", "worker shut down"));
-      count++;
-    }
-    return count;
+    return this.jobs.abortAll();
   }
 
   private async allSettled(): Promise<void> {
