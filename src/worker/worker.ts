@@ -19,7 +19,7 @@ import {
   type WorkerSettings,
   workerSettings,
 } from "./options.js";
-import { Producer, returnBuffered } from "./producer.js";
+import { Producer, type ProducerHost, returnBuffered } from "./producer.js";
 import { RunningJobs } from "./running.js";
 import { Watchdog } from "./watchdog.js";
 
@@ -72,13 +72,15 @@ export interface Deps {
 }
 
 /**
- * One worker process's runtime: a claim loop per queue with its own concurrency, one heartbeat
- * for all leases, a rescuer for dead workers' jobs, a batched completer and a pruner.
- * Claims come in batches sized to the free slots; an idle loop sleeps until a wake-up signal
- * (in-process enqueue, LISTEN/NOTIFY, another process's SQLite commit), the next delayed job's
- * due time, or the poll interval — it never busy-spins.
+ * One worker process's runtime and its lifecycle (start, graceful and hard stop, hurry, crash).
+ * Its parts live beside it: a producer per queue with its own concurrency (producer.ts: claims in
+ * batches sized to the free slots; an idle one sleeps until a wake-up signal — in-process
+ * enqueue, LISTEN/NOTIFY, another process's SQLite commit —, the next delayed job's due time, or
+ * the poll interval; it never busy-spins), the running jobs (running.ts), a batched completer,
+ * and the maintenance services: one heartbeat for all leases, a rescuer for dead workers' jobs,
+ * a pruner, the schedule ticker and the store's upkeep (maintenance.ts).
  */
-export class Worker {
+export class Worker implements ProducerHost {
   readonly id: string;
   /** Test signals: see WorkerSignals. */
   readonly signals = new EventEmitter<WorkerSignals>();
