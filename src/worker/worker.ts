@@ -160,7 +160,7 @@ export class Worker implements ProducerHost {
     });
     this.maintenance.add("heartbeat", this.settings.heartbeatMs, async () => {
       await this.heartbeat.beat(this.jobs.processed);
-      this.signals.emit("heartbeat");
+      this.signal("heartbeat");
     });
     if (!this.bounded) this.maintenance.add("rescuer", this.settings.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
     if (this.settings.pruneMs > 0)
@@ -197,7 +197,7 @@ export class Worker implements ProducerHost {
   /** Returns dead workers' jobs (expired leases) to pending; run periodically, and by a bounded run before it claims. */
   async rescue(): Promise<void> {
     const { store, log, events } = this.deps;
-    this.signals.emit("rescued", await rescueExpiredLeases(store, log, events));
+    this.signal("rescued", await rescueExpiredLeases(store, log, events));
   }
 
   /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
@@ -252,7 +252,17 @@ export class Worker implements ProducerHost {
   }
 
   idle(queue: string): void {
-    this.signals.emit("idle", queue);
+    this.signal("idle", queue);
+  }
+
+  /** Emits a test signal; a listener that throws is logged and breaks nothing. */
+  private signal<K extends keyof WorkerSignals>(name: K, ...args: WorkerSignals[K]): void {
+    try {
+      // The generic K does not narrow through EventEmitter's conditional parameter type.
+      this.signals.emit(name, ...(args as never));
+    } catch (err) {
+      this.deps.log.error({ err, signal: name }, "a test-signal listener threw");
+    }
   }
 
   get isStopping(): boolean {
