@@ -3,7 +3,7 @@ import type { Duration } from "./duration.js";
 import { type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
 import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
-import { createLogger, type Logger } from "./logger.js";
+import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import {
   type FireResult,
@@ -23,7 +23,7 @@ import type {
   Store,
   TxHandle,
 } from "./store/types.js";
-import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/batch.js";
+import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
 export interface OpenErrandOptions {
@@ -124,7 +124,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
     super();
     this.store = store;
     this.ownsStore = options.ownsStore;
-    this.log = options.logger ?? createLogger();
+    this.log = checkLogger(options.logger) ?? createLogger();
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
     for (const job of options.jobs ?? []) this.register(job);
@@ -475,7 +475,7 @@ function checkItems<P>(items: readonly EnqueueManyItem<P>[]): readonly EnqueueMa
 /** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */
 export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
   const ownsStore = !options.store;
-  const logger = options.logger ?? createLogger();
+  const logger = checkLogger(options.logger) ?? createLogger();
   const store =
     options.store ??
     (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, {

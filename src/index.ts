@@ -28,7 +28,7 @@ export { toNodeHandler } from "./http/node.js";
 export { assertServeSafety } from "./http/security.js";
 export type { TickHandlerOptions } from "./http/tick.js";
 export { createTickHandler } from "./http/tick.js";
-export type { AttemptOutcome, AttemptRecord, JobDefinition, JobRecord, JobState } from "./job.js";
+export type { AttemptOutcome, AttemptRecord, JobContext, JobDefinition, JobRecord, JobState } from "./job.js";
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
@@ -48,8 +48,7 @@ export type {
   ThroughputBucket,
   WorkerInfo,
 } from "./store/types.js";
-export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/batch.js";
-export type { JobContext } from "./worker/context.js";
+export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { runUntilSignal } from "./worker/process.js";
 export type { ThreadJobInfo } from "./worker/thread.js";

@@ -2,7 +2,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
 import { type Duration, parseDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
-import type { JobContext } from "./worker/context.js";
+import type { Logger } from "./logger.js";
 
 export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
 export const JOB_STATES: readonly JobState[] = ["pending", "running", "completed", "failed", "cancelled"];
@@ -29,6 +29,50 @@ export interface AttemptRecord {
   kind?: ErrorKind;
   /** When the job runs again, for `retried` and `snoozed`. */
   retryAt?: string;
+}
+
+/** A claimed job as its handler sees it (`ctx.job`); the store's claim adds its lease to it. */
+export interface RunningJob {
+  id: string;
+  queue: string;
+  name: string;
+  payload: unknown;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  key: string | null;
+  runAt: Date;
+  createdAt: Date;
+}
+
+/** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
+export type TxHandle = unknown;
+
+/** What a handler receives besides its payload. */
+export interface JobContext {
+  /** The claimed job (id, name, queue, priority, attempt, maxAttempts, key, runAt, …). */
+  readonly job: Readonly<RunningJob>;
+  /** Which execution this is, 1-based. */
+  readonly attempt: number;
+  /** Aborts on timeout, cancellation, lost lease or hard shutdown; `signal.reason` says which. */
+  readonly signal: AbortSignal;
+  /** A logger whose lines carry the job's id, name, queue and attempt. */
+  readonly log: Logger;
+  /**
+   * Runs `fn` once per `key` across all attempts of all jobs: a retry skips side effects that
+   * already completed and gets the value recorded the first time (the ledger).
+   */
+  once<T>(key: string, fn: () => Promise<T> | T): Promise<T>;
+  /** Reports progress (0..1) and an optional message; shown by the dashboard and `errand jobs show`. */
+  progress(fraction: number, message?: string): Promise<void>;
+  /** Asks to run again after `delay` without spending an attempt. Ends the handler (throws). */
+  snooze(delay: Duration): never;
+  /**
+   * Runs `fn` in a store transaction and completes the job in that same transaction:
+   * database writes made through `tx` commit if and only if the job completes (exactly-once
+   * for database effects). `tx` is a node-postgres client or the better-sqlite3 Database.
+   */
+  completeInTransaction<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T>;
 }
 
 /** A job as stored, in the library and in every `--json` output. */

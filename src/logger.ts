@@ -84,3 +84,31 @@ function redactError(err: Error) {
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
+
+const LOGGER_METHODS = ["error", "warn", "info", "debug", "child"] as const;
+
+/**
+ * The `logger` option checked (undefined passes through): a logger object, or a clear error.
+ * The common slip is `logger: silentLogger` — the factory, not a logger — which type-checks in
+ * JavaScript and used to fail only later, inside work(), with "log.info is not a function".
+ */
+export function checkLogger(value: unknown): Logger | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "function") {
+    throw new ValidationError(
+      value === silentLogger
+        ? "logger must be a logger object; got a function (silentLogger itself): call it, logger: silentLogger()"
+        : "logger must be a logger object (pino or alike); got a function — for no logs, pass silentLogger()",
+    );
+  }
+  const missing =
+    value !== null && typeof value === "object"
+      ? LOGGER_METHODS.filter((m) => typeof (value as Record<string, unknown>)[m] !== "function")
+      : LOGGER_METHODS;
+  if (missing.length > 0) {
+    throw new ValidationError(
+      `logger must be a logger object (pino or alike); got ${value === null ? "null" : typeof value === "object" ? "an object" : typeof value} without ${missing.join(", ")}`,
+    );
+  }
+  return value as Logger;
+}

@@ -1,5 +1,5 @@
 /**
- * The worker's read-ahead (src/worker/worker.ts QueueRunner): jobs claimed beyond the free slots
+ * The worker's read-ahead (src/worker/producer.ts): jobs claimed beyond the free slots
  * wait in a local buffer. Claimed-but-unstarted jobs must go back untouched at stop, a cancel must
  * reach them without running them, and each still runs once. On every store.
  */

@@ -2,6 +2,7 @@
  * The worker semantics of DESIGN.md, through the public API, on every store.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import {
@@ -13,7 +14,7 @@ import {
   ValidationError,
 } from "../src/index.js";
 import { targets, withErrand } from "./helpers/errands.js";
-import { sleep, waitFor } from "./helpers/wait.js";
+import { waitFor, within } from "./helpers/wait.js";
 
 const fast = { base: 5, max: 20, jitter: 0 };
 
@@ -318,6 +319,50 @@ for (const target of targets) {
         assert.equal(done.attempt, 2);
       }));
 
+    test("test signals: idle when nothing is due, heartbeat after leases are extended, rescued with the jobs", () =>
+      withErrand(target, async (errand) => {
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        const job = defineJob({ name: "held", queue: "q", schema: z.object({}), run: () => gate });
+        errand.register(job);
+        const orphan = await errand.enqueue(job, {});
+        // A dead worker's claim: its lease expires and the rescuer returns the job.
+        // 300 ms: long enough that the rescuer's first pass, at start, finds it still held and the
+        // first claim finds nothing (the idle signal).
+        await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "dead-worker", leaseMs: 300 });
+        const worker = errand.work(
+          { q: { concurrency: 1 } },
+          { pollInterval: 5000, lease: 2000, heartbeat: 50, rescueInterval: 30 },
+        );
+        const idle = await within(once(worker.signals, "idle"), 5000, "the idle signal");
+        assert.deepEqual(idle, ["q"]);
+        const rescued = await within(
+          (async () => {
+            for (;;) {
+              const [jobs] = await once(worker.signals, "rescued");
+              if (jobs.some((j: { id: string }) => j.id === orphan.id)) return jobs;
+            }
+          })(),
+          5000,
+          "a rescue pass that returns the orphan",
+        );
+        assert.equal(rescued.length, 1);
+        const running = await waitFor(async () => {
+          const j = await errand.getJob(orphan.id);
+          return j?.state === "running" && j.lockedBy === worker.id ? j : null;
+        }, "the rescued job to run on this worker");
+        await within(once(worker.signals, "heartbeat"), 5000, "a heartbeat");
+        await within(once(worker.signals, "heartbeat"), 5000, "a second heartbeat");
+        const extended = await errand.getJob(orphan.id);
+        assert.ok(
+          (extended?.lockedUntil?.getTime() ?? 0) > (running.lockedUntil?.getTime() ?? Infinity),
+          "the heartbeat extended the lease",
+        );
+        release();
+        await finalState(errand, orphan.id);
+        assert.deepEqual(await worker.stop(), { clean: true, released: 0 });
+      }));
+
     test("graceful stop lets a running job finish; past the hard timeout it is released uncharged", () =>
       withErrand(target, async (errand) => {
         const starts: number[] = [];
@@ -363,7 +408,7 @@ for (const target of targets) {
         });
         errand.register(job);
         const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 5000 });
-        await sleep(30);
+        await within(once(worker.signals, "idle"), 5000, "the worker to find nothing due and wait");
         const t0 = Date.now();
         await errand.enqueue(job, {}, { delay: 150 });
         await waitFor(() => ranAt > 0, "the delayed job to run", 4000);

@@ -9,8 +9,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { RetryableError } from "../errors.js";
+import type { JobContext } from "../job.js";
 import { defineJob } from "../job.js";
-import type { JobContext } from "../worker/context.js";
 
 type FieldType = "string" | "number" | "integer" | "boolean";
 type FieldValue<F extends FieldType> = F extends "string" ? string : F extends "boolean" ? boolean : number;

@@ -4,7 +4,7 @@
  */
 import type { Duration } from "../duration.js";
 import type { Errand } from "../errand.js";
-import type { ProcessJobsResult } from "../worker/batch.js";
+import type { ProcessJobsResult } from "../worker/drain.js";
 
 export interface TickOptions {
   /** Most jobs processed. Default 100. */

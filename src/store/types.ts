@@ -10,7 +10,7 @@
  */
 
 import type { ErrorKind } from "../errors.js";
-import type { AttemptRecord, JobRecord, JobState } from "../job.js";
+import type { AttemptRecord, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
 
@@ -42,17 +42,8 @@ export interface InsertResult {
 }
 
 /** A claimed job: what the executor needs, plus the lease token that fences every later write. */
-export interface ClaimedJob {
-  id: string;
-  queue: string;
-  name: string;
-  payload: unknown;
-  priority: number;
-  attempt: number;
-  maxAttempts: number;
-  key: string | null;
-  runAt: Date;
-  createdAt: Date;
+/** A job as claimed: what its handler sees (RunningJob), and the lease that holds it. */
+export interface ClaimedJob extends RunningJob {
   leaseToken: number;
   lockedUntil: Date;
 }
@@ -168,8 +159,7 @@ export interface WorkerInfo {
   processed: number;
 }
 
-/** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
-export type TxHandle = unknown;
+export type { TxHandle };
 
 export interface Store {
   readonly kind: StoreKind;

@@ -8,12 +8,11 @@ import {
   ValidationError,
 } from "../errors.js";
 import { checkDelay } from "../instant.js";
-import type { AnyJobDefinition } from "../job.js";
+import type { AnyJobDefinition, JobContext } from "../job.js";
 import type { Logger } from "../logger.js";
 import { storableJson, storableText } from "../payload.js";
 import type { ClaimedJob, Outcome, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
-import type { JobContext } from "./context.js";
 
 /**
  * A job this worker runs: its lease, its abort state, and the context its handler receives.

@@ -19,7 +19,6 @@
  * before it resolves.
  */
 import { type Duration, parseDuration } from "../duration.js";
-import type { Errand } from "../errand.js";
 import { toError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { currentJobId } from "./crash.js";
@@ -31,6 +30,14 @@ import type { StopResult, Worker } from "./worker.js";
  */
 const CLOSE_MS = 1000;
 const ABANDONED_CLOSE_MS = 200;
+
+/** What runUntilSignal needs of the errand the worker belongs to (an Errand is one). */
+export interface ClosableOwner {
+  /** Where shutdown and crash lines go unless `options.log` says otherwise. */
+  readonly log: Logger;
+  /** Closes the store after the worker stopped. */
+  close(): Promise<void>;
+}
 
 export interface RunUntilSignalOptions {
   /** Graceful stop budget before running jobs are aborted and released. Default 30s. */
@@ -71,7 +78,7 @@ export interface ShutdownReport {
  */
 export async function runUntilSignal(
   workerOrStart: Worker | (() => Worker),
-  errand: Errand,
+  errand: ClosableOwner,
   options: RunUntilSignalOptions = {},
 ): Promise<ShutdownReport> {
   const timeoutMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");

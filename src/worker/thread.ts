@@ -21,7 +21,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { JobContext } from "./context.js";
+import type { JobContext } from "../job.js";
 
 /**
  * The thread's code, as CommonJS evaluated by the Worker (no separate entry file: its path would

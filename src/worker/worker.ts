@@ -1,53 +1,29 @@
-import { randomUUID } from "node:crypto";
-import type { EventEmitter } from "node:events";
+import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
-import type { ClaimedJob, Store } from "../store/types.js";
-import { JobAbort } from "./abort.js";
+import type { ClaimedJob, RescuedJob, Store } from "../store/types.js";
+import { ClaimBudget } from "./budget.js";
 import { Completer } from "./completer.js";
-import { crashedOutcome, jobScope } from "./crash.js";
 import { Deadline } from "./deadline.js";
-import { ActiveJob, type ExecutorDeps, executeJob } from "./executor.js";
+import type { ExecutorDeps } from "./executor.js";
+import { Heartbeat } from "./heartbeat.js";
+import { Maintenance, pruneFinished, rescueExpiredLeases } from "./maintenance.js";
+import {
+  type QueueOptions,
+  queueConcurrency,
+  type WorkerOptions,
+  type WorkerSettings,
+  workerSettings,
+} from "./options.js";
+import { Producer, type ProducerHost, returnBuffered } from "./producer.js";
+import { RunningJobs } from "./running.js";
 import { Watchdog } from "./watchdog.js";
 
-export interface QueueOptions {
-  /** Jobs of this queue run at once in this process. Default 10. */
-  concurrency?: number;
-  /** Decide retry-or-fail for unknown errors of this queue's jobs (a job's own classify wins). */
-  classify?: (err: unknown) => Classification | undefined;
-}
-
-export interface WorkerOptions {
-  /** How long a claim holds a job without a heartbeat. Default 15s. */
-  lease?: Duration;
-  /** How often leases are extended. Default a third of the lease. */
-  heartbeat?: Duration;
-  /** Safety-net poll when no wake-up signal arrives. Default 2s. */
-  pollInterval?: Duration;
-  /** How often this worker looks for expired leases of dead workers. Default half the lease. */
-  rescueInterval?: Duration;
-  /** Graceful stop: after this, running jobs are aborted and released. Default 30s. */
-  shutdownTimeout?: Duration;
-  /** Most jobs claimed in one round trip, and most claimed ahead of the free slots. Default 500. */
-  batchSize?: number;
-  /**
-   * Read-ahead: each queue claims about this much work beyond its free slots (measured by its
-   * recent rate), so the next jobs are local when a slot frees instead of one round trip away.
-   * Fast jobs get a batch ahead, slow ones next to none; a job waits in this buffer about this
-   * long at most, and unstarted jobs go back to the queue untouched at stop. Default 100ms; 0 disables.
-   */
-  readAhead?: Duration;
-  /** Finished-job retention, enforced by the worker's pruner. */
-  retention?: { completed?: Duration; failed?: Duration };
-  /** How often to prune. Default 10 minutes; 0 disables. */
-  pruneInterval?: Duration;
-  /** Worker id in history and the registry. Default host:pid:random. */
-  id?: string;
-}
+export type { QueueOptions, WorkerOptions };
 
 /** How often a worker runs its store's upkeep (Store.upkeep: Postgres vacuums when dead rows pile up). */
 const UPKEEP_MS = 10_000;
@@ -60,6 +36,19 @@ const UPKEEP_MS = 10_000;
  */
 const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
+
+/**
+ * Test signals (River's testsignal): moments a test can await instead of sleeping. Internal, not
+ * part of the promise of the public API; emitting with no listener costs next to nothing.
+ */
+export interface WorkerSignals {
+  /** A queue's producer found fewer jobs than it asked for and waits for a wake-up, a due time or the poll. */
+  idle: [queue: string];
+  /** A heartbeat extended this worker's leases (or found none to extend). */
+  heartbeat: [];
+  /** A rescue pass ended; the jobs it returned to pending (often none). */
+  rescued: [jobs: RescuedJob[]];
+}
 
 export interface StopResult {
   /** false when the hard timeout was reached and jobs were released. */
@@ -83,39 +72,36 @@ export interface Deps {
 }
 
 /**
- * One worker process's runtime: a claim loop per queue with its own concurrency, one heartbeat
- * for all leases, a rescuer for dead workers' jobs, a batched completer and a pruner.
- * Claims come in batches sized to the free slots; an idle loop sleeps until a wake-up signal
- * (in-process enqueue, LISTEN/NOTIFY, another process's SQLite commit), the next delayed job's
- * due time, or the poll interval — it never busy-spins.
+ * One worker process's runtime and its lifecycle (start, graceful and hard stop, hurry, crash).
+ * Its parts live beside it: a producer per queue with its own concurrency (producer.ts: claims in
+ * batches sized to the free slots; an idle one sleeps until a wake-up signal — in-process
+ * enqueue, LISTEN/NOTIFY, another process's SQLite commit —, the next delayed job's due time, or
+ * the poll interval; it never busy-spins), the running jobs (running.ts), a batched completer,
+ * and the maintenance services: one heartbeat for all leases, a rescuer for dead workers' jobs,
+ * a pruner, the schedule ticker and the store's upkeep (maintenance.ts).
  */
-export class Worker {
+export class Worker implements ProducerHost {
   readonly id: string;
-  private readonly leaseMs: number;
-  private readonly heartbeatMs: number;
-  private readonly pollMs: number;
-  private readonly rescueMs: number;
-  private readonly shutdownMs: number;
-  private readonly batchSize: number;
-  private readonly readAheadMs: number;
-  private readonly pruneMs: number;
-  private readonly retention: { completedAgeMs: number; failedAgeMs: number };
+  /** Test signals: see WorkerSignals. */
+  readonly signals = new EventEmitter<WorkerSignals>();
+  private readonly settings: WorkerSettings;
   private readonly completer: Completer;
-  private readonly active = new Map<string, ActiveJob>();
-  private readonly runners: QueueRunner[];
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** The jobs this worker runs now. */
+  private readonly jobs: RunningJobs;
+  private readonly producers: Producer[];
+  private readonly maintenance: Maintenance;
+  /** A bounded run's wake-up at its deadline. */
+  private boundedTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<StopResult> | null = null;
-  private processed = 0;
   private started = false;
   private registered: Promise<void> = Promise.resolve();
   private readonly watchdog: Watchdog;
+  private readonly heartbeat: Heartbeat;
   /** Set by stop(): the hard limit every wait of the stop is raced against. */
   private deadline: Deadline | null = null;
-  /** Jobs a crash charges (crash.ts), with the crash. */
-  private readonly crashCharged = new Map<string, Error>();
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
-  private readonly bounded: { limit: number; left: number; deadline: number } | null;
+  private readonly bounded: ClaimBudget | null;
 
   constructor(
     private readonly deps: Deps,
@@ -124,72 +110,67 @@ export class Worker {
     /** Internal: claim at most `limit` jobs, none after `deadline` (epoch ms), and stop claiming when nothing is due. */
     bounded?: { limit: number; deadline: number },
   ) {
-    this.bounded = bounded ? { limit: bounded.limit, left: bounded.limit, deadline: bounded.deadline } : null;
-    this.id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.leaseMs = parseDuration(options.lease ?? "15s", "lease");
-    this.heartbeatMs = parseDuration(
-      options.heartbeat ?? Math.max(10, Math.floor(this.leaseMs / 3)),
-      "heartbeat",
-    );
-    if (this.heartbeatMs >= this.leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
-    this.pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
-    this.rescueMs = parseDuration(
-      options.rescueInterval ?? Math.max(10, Math.floor(this.leaseMs / 2)),
-      "rescueInterval",
-    );
-    this.shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
-    this.batchSize = options.batchSize ?? 500;
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > 10_000) {
-      throw new RangeError(`batchSize must be an integer from 1 to 10000, got ${this.batchSize}`);
-    }
-    // A bounded run (processJobs, an HTTP tick) claims exactly what it runs: no read-ahead.
-    this.readAheadMs = bounded ? 0 : parseDuration(options.readAhead ?? "100ms", "readAhead");
-    this.pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
-    this.retention = {
-      completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
-      failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
-    };
+    this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
+    this.settings = workerSettings(options, bounded !== undefined);
+    this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log);
-    this.runners = Object.entries(queues).map(([queue, q]) => {
-      const concurrency = q.concurrency ?? 10;
-      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
-        throw new RangeError(
-          `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
-        );
-      }
-      return new QueueRunner(this, queue, concurrency, this.executorDeps(q.classify));
+    this.jobs = new RunningJobs({
+      completer: this.completer,
+      events: deps.events,
+      log: deps.log,
+      findJob: deps.findJob,
+      started: (claimed) => this.watchdog.started(claimed),
     });
-    if (this.runners.length === 0) throw new RangeError("a worker needs at least one queue");
+    this.producers = Object.entries(queues).map(([queue, q]) => {
+      const concurrency = queueConcurrency(queue, q);
+      return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
+    });
+    if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
+    this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
+    this.heartbeat = new Heartbeat(
+      deps.store,
+      this.id,
+      this.settings.leaseMs,
+      this.jobs.active,
+      this.producers,
+    );
     this.watchdog = new Watchdog(
-      this.leaseMs,
-      () => [...this.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
+      this.settings.leaseMs,
+      () =>
+        [...this.jobs.active.values()].map(({ claimed: c }) => ({ id: c.id, name: c.name, queue: c.queue })),
       (fields, message) => deps.log.warn(fields, message),
     );
   }
 
   get queues(): Record<string, number> {
-    return Object.fromEntries(this.runners.map((r) => [r.queue, r.concurrency]));
+    return Object.fromEntries(this.producers.map((r) => [r.queue, r.concurrency]));
   }
 
   /** Jobs currently held by this worker. */
   get running(): number {
-    return this.active.size;
+    return this.jobs.active.size;
   }
 
   start(): this {
     if (this.started) return this;
     this.started = true;
     const { store, log } = this.deps;
-    store.useLease?.(this.leaseMs);
+    store.useLease?.(this.settings.leaseMs);
     this.unsubscribe = store.onJobsAvailable((queue) => {
-      for (const runner of this.runners) if (queue === null || queue === runner.queue) runner.wake();
+      for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
-    this.every(this.heartbeatMs, () => this.heartbeat());
-    if (!this.bounded) this.every(this.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
-    if (this.pruneMs > 0) this.every(this.pruneMs, () => this.prune(), true);
-    if (this.deps.maintenance) this.every(Math.min(1000, this.pollMs), this.deps.maintenance, true);
+    this.maintenance.add("heartbeat", this.settings.heartbeatMs, async () => {
+      await this.heartbeat.beat(this.jobs.processed);
+      this.signal("heartbeat");
+    });
+    if (!this.bounded) this.maintenance.add("rescuer", this.settings.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
+    if (this.settings.pruneMs > 0)
+      this.maintenance.add("pruner", this.settings.pruneMs, () => this.prune(), true);
+    if (this.deps.maintenance)
+      this.maintenance.add("schedules", Math.min(1000, this.settings.pollMs), this.deps.maintenance, true);
     if (store.upkeep && !this.bounded)
-      this.every(UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
+      this.maintenance.add("upkeep", UPKEEP_MS, () => (store.upkeep as () => Promise<void>)(), true);
+    this.maintenance.start();
     this.registered = store
       .registerWorker({
         id: this.id,
@@ -202,159 +183,32 @@ export class Worker {
       .catch((err) => log.warn({ err }, "could not register worker"));
     if (this.bounded) {
       // At the deadline, wake loops waiting for a free slot so they see the time is up.
-      const timer = setTimeout(
-        () => {
-          for (const runner of this.runners) runner.wake();
-        },
-        Math.max(0, this.bounded.deadline - Date.now()),
-      );
+      const timer = setTimeout(() => {
+        for (const producer of this.producers) producer.wake();
+      }, this.bounded.msLeft);
       timer.unref();
-      this.timers.push(timer);
+      this.boundedTimer = timer;
     }
-    for (const runner of this.runners) runner.start();
+    for (const producer of this.producers) producer.start();
     this.watchdog.start();
     log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
   }
 
-  /** Runs `task` every `ms` (jittered when asked), never two at once; errors are logged, not thrown. */
-  private every(ms: number, task: () => Promise<unknown>, jitter = false): void {
-    let busy = false;
-    const run = async () => {
-      if (busy || this.stopping) return;
-      busy = true;
-      try {
-        await task();
-      } catch (err) {
-        this.deps.log.warn({ err }, "background task failed; will try again");
-      } finally {
-        busy = false;
-      }
-    };
-    const interval = jitter ? Math.round(ms * (0.8 + Math.random() * 0.4)) : ms;
-    const timer = setInterval(run, interval);
-    timer.unref();
-    this.timers.push(timer);
-    if (jitter) setImmediate(run);
-  }
-
-  private async heartbeat(): Promise<void> {
-    const { store } = this.deps;
-    const held = [...this.active.values()].filter((a) => !a.leaseLost).map((a) => a.claimed);
-    const buffered = this.runners.flatMap((r) => r.buffered);
-    await store.heartbeatWorker(this.id, this.active.size, this.processed);
-    if (held.length + buffered.length === 0) return;
-    const statuses = await store.extendLeases(
-      [...held, ...buffered].map((c) => ({ id: c.id, leaseToken: c.leaseToken })),
-      this.leaseMs,
-    );
-    const giveBack: ClaimedJob[] = [];
-    for (const status of statuses) {
-      const waiting = status.held && !status.cancelRequested ? undefined : this.takeBuffered(status.id);
-      if (waiting) {
-        // Not started yet: a lost lease means someone else has it; a cancelled one is never run.
-        if (status.held) giveBack.push(waiting);
-        continue;
-      }
-      const job = this.active.get(status.id);
-      if (!job) continue;
-      if (!status.held) {
-        job.leaseLost = true;
-        job.abort(new JobAbort("lease-lost", "lease lost: the job was rescued or taken over"));
-      } else if (status.cancelRequested) {
-        job.abort(new JobAbort("cancelled", "job cancelled"));
-      }
-    }
-    if (giveBack.length > 0) await store.returnJobs(giveBack);
-  }
-
-  /** Removes a claimed-but-unstarted job from its queue's read-ahead buffer. */
-  private takeBuffered(id: string): ClaimedJob | undefined {
-    for (const runner of this.runners) {
-      const job = runner.take(id);
-      if (job) return job;
-    }
-    return undefined;
-  }
-
-  /** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
-  private async returnBuffered(): Promise<void> {
-    const jobs = this.runners.flatMap((r) => r.drainBuffer());
-    if (jobs.length === 0) return;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.deps.store.returnJobs(jobs);
-        this.deps.log.debug({ returned: jobs.length }, "returned claimed jobs not started");
-        return;
-      } catch (err) {
-        if (attempt >= 3) {
-          this.deps.log.warn(
-            { err, jobs: jobs.length },
-            "could not return claimed jobs not started; they come back when their leases expire",
-          );
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 100 * attempt));
-      }
-    }
-  }
-
   /** Returns dead workers' jobs (expired leases) to pending; run periodically, and by a bounded run before it claims. */
   async rescue(): Promise<void> {
-    const rescued = await this.deps.store.rescueExpiredLeases();
-    for (const job of rescued) {
-      this.deps.log.warn(
-        { jobId: job.id, name: job.name, queue: job.queue, attempt: job.attempt, state: job.state },
-        "rescued a job whose lease expired (its worker stopped heartbeating)",
-      );
-      this.deps.events.emit("lost", job);
-    }
+    const { store, log, events } = this.deps;
+    this.signal("rescued", await rescueExpiredLeases(store, log, events));
   }
 
   /** Deletes finished jobs past retention; run periodically, and once by a bounded run when it ends. */
   async prune(): Promise<void> {
-    const pruned = await this.deps.store.pruneFinished(this.retention);
-    if (pruned > 0) this.deps.log.info({ pruned }, "pruned finished jobs past retention");
+    await pruneFinished(this.deps.store, this.deps.log, this.settings.retention);
   }
 
-  /** Executes a claimed job and records its outcome; resolves when the slot is free. */
-  async run(claimed: ClaimedJob, runner: QueueRunner): Promise<void> {
-    const active = new ActiveJob(claimed, runner.executor);
-    this.active.set(claimed.id, active);
-    let released = false;
-    this.watchdog.started(claimed);
-    try {
-      // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await jobScope.run(claimed.id, () => executeJob(active, runner.executor));
-      const crash = this.crashCharged.get(claimed.id);
-      if (crash && execution.outcome?.kind === "released") {
-        execution.outcome = crashedOutcome(
-          execution.outcome,
-          claimed,
-          this.deps.findJob(claimed.name),
-          crash,
-        );
-      }
-      active.finishedAt = Date.now();
-      released = true;
-      runner.release();
-      this.processed++;
-      if (active.completedInTransaction) this.emitOutcome("completed", active, execution.result);
-      if (!execution.outcome || active.leaseLost) return;
-      const applied = await this.completer.finish(execution.outcome, claimed.attempt);
-      if (!applied) {
-        this.deps.log.warn(
-          { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
-          "outcome rejected: the lease was lost (the job was rescued or taken over)",
-        );
-        return;
-      }
-      const event = EVENT_OF[execution.outcome.kind];
-      this.emitOutcome(event, active, execution.result, execution.error, execution.outcome.delayMs);
-    } finally {
-      this.active.delete(claimed.id);
-      if (!released) runner.release(); // whatever went wrong, the slot is freed
-    }
+  /** Runs a claimed job in a slot of `producer` (ProducerHost); resolves when the slot is free. */
+  run(claimed: ClaimedJob, producer: Producer): Promise<void> {
+    return this.jobs.run(claimed, producer);
   }
 
   /** What the executor needs for one queue's jobs; made once per queue. */
@@ -371,24 +225,6 @@ export class Worker {
     };
   }
 
-  private emitOutcome(
-    event: string,
-    active: ActiveJob,
-    result?: unknown,
-    error?: Error,
-    delayMs?: number,
-  ): void {
-    const { events } = this.deps;
-    if (events.listenerCount(event) === 0) return; // most workers have no listeners: build nothing
-    const startedAt = new Date(active.startedAt);
-    const durationMs = active.finishedAt - active.startedAt;
-    try {
-      events.emit(event, { job: active.job, result, error, delayMs, startedAt, durationMs });
-    } catch (err) {
-      this.deps.log.error({ err, event }, "an event listener threw");
-    }
-  }
-
   /** Outcomes run but not yet written; the claim loops pause while it is large (back-pressure). */
   get outcomeBacklog(): number {
     return this.completer.backlog;
@@ -401,10 +237,10 @@ export class Worker {
   get claimOptions() {
     return {
       workerId: this.id,
-      leaseMs: this.leaseMs,
-      batchSize: this.batchSize,
-      pollMs: this.pollMs,
-      readAheadMs: this.readAheadMs,
+      leaseMs: this.settings.leaseMs,
+      batchSize: this.settings.batchSize,
+      pollMs: this.settings.pollMs,
+      readAheadMs: this.settings.readAheadMs,
     };
   }
 
@@ -414,6 +250,20 @@ export class Worker {
 
   get log(): Logger {
     return this.deps.log;
+  }
+
+  idle(queue: string): void {
+    this.signal("idle", queue);
+  }
+
+  /** Emits a test signal; a listener that throws is logged and breaks nothing. */
+  private signal<K extends keyof WorkerSignals>(name: K, ...args: WorkerSignals[K]): void {
+    try {
+      // The generic K does not narrow through EventEmitter's conditional parameter type.
+      this.signals.emit(name, ...(args as never));
+    } catch (err) {
+      this.deps.log.error({ err, signal: name }, "a test-signal listener threw");
+    }
   }
 
   get isStopping(): boolean {
@@ -432,22 +282,17 @@ export class Worker {
 
   /** Takes up to `wanted` claims from a bounded run's budget: 0 once it is spent or past its deadline. */
   reserveClaims(wanted: number): number {
-    const b = this.bounded;
-    if (!b) return wanted;
-    if (Date.now() >= b.deadline) return 0;
-    const granted = Math.min(wanted, b.left);
-    b.left -= granted;
-    return granted;
+    return this.bounded ? this.bounded.reserve(wanted) : wanted;
   }
 
   /** Gives back claims reserved but not used (fewer jobs were due, or the claim failed). */
   returnClaims(unused: number): void {
-    if (this.bounded && unused > 0) this.bounded.left += unused;
+    this.bounded?.giveBack(unused);
   }
 
   /** Jobs claimed so far by a bounded run. */
   get claimedCount(): number {
-    return this.bounded ? this.bounded.limit - this.bounded.left : 0;
+    return this.bounded?.claimed ?? 0;
   }
 
   /**
@@ -456,8 +301,8 @@ export class Worker {
    * deadline plus `graceMs` to finish; then they are aborted and released, like at shutdown.
    */
   async settle(graceMs: number): Promise<StopResult> {
-    await Promise.all(this.runners.map((r) => r.stopped));
-    const untilDeadline = this.bounded ? Math.max(0, this.bounded.deadline - Date.now()) : 0;
+    await Promise.all(this.producers.map((r) => r.stopped));
+    const untilDeadline = this.bounded?.msLeft ?? 0;
     return this.stop({ timeout: untilDeadline + graceMs });
   }
 
@@ -467,7 +312,7 @@ export class Worker {
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
     if (!this.stopping) {
-      const timeoutMs = parseDuration(options.timeout ?? this.shutdownMs, "timeout");
+      const timeoutMs = parseDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
       this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
       this.stopping = this.stopBy(this.deadline, timeoutMs);
     }
@@ -482,18 +327,19 @@ export class Worker {
     const result = await deadline.race(this.doStop(timeoutMs));
     deadline.cancel();
     if (result) return result;
-    const unwritten = this.active.size + this.completer.backlog;
+    const unwritten = this.jobs.active.size + this.completer.backlog;
     this.abortRunning();
     // Not awaited: it makes the completer give up after a few more tries instead of retrying
     // forever, so an embedding program is not kept alive by its retry timer.
     void this.completer.drain();
-    for (const timer of this.timers) clearInterval(timer);
+    this.maintenance.stop();
+    clearTimeout(this.boundedTimer);
     this.watchdog.stop();
     this.deps.log.error(
       { worker: this.id, unwritten },
       "shutdown deadline passed with the store not answering: stopping without recording the remaining outcomes; their jobs return when their leases expire",
     );
-    return { clean: false, released: this.active.size, abandoned: true };
+    return { clean: false, released: this.jobs.active.size, abandoned: true };
   }
 
   /** A second signal: abort running jobs now and give their outcomes HURRY_MS at most. */
@@ -508,8 +354,7 @@ export class Worker {
    * running job is aborted. Returns how many were aborted.
    */
   crashed(culprit: string | undefined, error: Error): number {
-    const charged = culprit && this.active.has(culprit) ? [culprit] : culprit ? [] : [...this.active.keys()];
-    for (const id of charged) if (!this.crashCharged.has(id)) this.crashCharged.set(id, error);
+    this.jobs.chargeCrash(culprit, error);
     this.deadline?.shorten(HURRY_MS);
     return this.abortRunning();
   }
@@ -518,18 +363,18 @@ export class Worker {
     const { log, store } = this.deps;
     this.watchdog.stop();
     log[this.lifecycleLevel](
-      { worker: this.id, running: this.active.size, timeoutMs },
+      { worker: this.id, running: this.jobs.active.size, timeoutMs },
       "worker stopping: no new claims",
     );
     this.unsubscribe?.();
-    for (const runner of this.runners) runner.wake();
+    for (const producer of this.producers) producer.wake();
     // The timeout counts from the stop: a claim the store holds (a lock, a dead connection) must
     // not postpone it.
     let deadline: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
       (async () => {
-        await Promise.all(this.runners.map((r) => r.stopped));
-        await this.returnBuffered();
+        await Promise.all(this.producers.map((r) => r.stopped));
+        await returnBuffered(this.producers, this.deps.store, this.deps.log);
         await this.allSettled();
         return true;
       })(),
@@ -540,7 +385,7 @@ export class Worker {
     clearTimeout(deadline);
     let released = 0;
     if (!drained) {
-      released = this.active.size;
+      released = this.jobs.active.size;
       log.warn({ released }, "shutdown timeout reached: aborting running jobs and returning them to pending");
       this.abortRunning();
       // Draining now tells the completer to give up after a few failed writes: with the store
@@ -549,11 +394,12 @@ export class Worker {
       await Promise.all([this.allSettled(), this.completer.drain()]);
     }
     await this.completer.drain();
-    for (const timer of this.timers) clearInterval(timer);
+    this.maintenance.stop();
+    clearTimeout(this.boundedTimer);
     await this.registered; // on a pool, an unregister must not overtake the register still in flight
     await store.unregisterWorker(this.id).catch((err) => log.warn({ err }, "could not unregister worker"));
     log[this.lifecycleLevel](
-      { worker: this.id, clean: drained, processed: this.processed },
+      { worker: this.id, clean: drained, processed: this.jobs.processed },
       "worker stopped",
     );
     return { clean: drained, released };
@@ -565,208 +411,12 @@ export class Worker {
    * a second SIGTERM or a crash during a graceful stop. Returns how many jobs were aborted.
    */
   abortRunning(): number {
-    let count = 0;
-    for (const job of this.active.values()) {
-      if (job.abortReason) continue;
-      job.abort(new JobAbort("shutdown", "worker shut down"));
-      count++;
-    }
-    return count;
+    return this.jobs.abortAll();
   }
 
   private async allSettled(): Promise<void> {
-    while (this.runners.some((r) => r.inFlight.size > 0)) {
-      await Promise.allSettled(this.runners.flatMap((r) => [...r.inFlight]));
-    }
-  }
-}
-
-const EVENT_OF = {
-  completed: "completed",
-  retry: "retrying",
-  failed: "failed",
-  snoozed: "snoozed",
-  released: "released",
-  cancelled: "cancelled",
-} as const;
-
-/**
- * The claim loop of one queue. Claimed jobs wait in `buffer` until a slot is free; a freed slot
- * takes the next buffered job at once (no round trip), and the loop refills the buffer in the
- * background when it runs low. How far ahead it claims follows the queue's recent rate
- * (`readAheadMs` of work, capped by the batch size), so fast jobs are claimed hundreds at a
- * time and slow ones hardly ahead at all — a buffered job is one another worker cannot take.
- */
-class QueueRunner {
-  readonly inFlight = new Set<Promise<void>>();
-  stopped: Promise<void> = Promise.resolve();
-  private busy = 0;
-  private signaled = true;
-  private wakeUp: (() => void) | null = null;
-  private buffer: ClaimedJob[] = [];
-  /** Jobs to hold claimed beyond the concurrency, from the rate. */
-  private ahead = 0;
-  /** Rate estimate: jobs finished per ms (smoothed), and the current measuring window. */
-  private rate = 0;
-  private windowStart = performance.now();
-  private windowCount = 0;
-
-  constructor(
-    private readonly worker: Worker,
-    readonly queue: string,
-    readonly concurrency: number,
-    readonly executor: ExecutorDeps,
-  ) {}
-
-  start(): void {
-    this.stopped = this.loop();
-  }
-
-  /** Something changed (enqueue, slot freed, stop): run the loop again now. */
-  wake(): void {
-    this.signaled = true;
-    this.cancelWait();
-  }
-
-  private cancelWait(): void {
-    const wake = this.wakeUp;
-    this.wakeUp = null;
-    wake?.();
-  }
-
-  /** A slot is free: the next buffered job takes it at once; the loop refills the buffer when low. */
-  release(): void {
-    this.busy--;
-    this.windowCount++;
-    this.dispatch();
-    if (this.buffer.length <= this.ahead / 2) this.wake();
-  }
-
-  /** Claimed jobs not started yet (their leases are extended by the heartbeat). */
-  get buffered(): readonly ClaimedJob[] {
-    return this.buffer;
-  }
-
-  take(id: string): ClaimedJob | undefined {
-    const i = this.buffer.findIndex((job) => job.id === id);
-    return i < 0 ? undefined : this.buffer.splice(i, 1)[0];
-  }
-
-  drainBuffer(): ClaimedJob[] {
-    const jobs = this.buffer;
-    this.buffer = [];
-    return jobs;
-  }
-
-  /** Starts buffered jobs in the free slots (none once the worker is stopping). */
-  private dispatch(): void {
-    while (this.busy < this.concurrency && this.buffer.length > 0 && !this.worker.isStopping) {
-      const job = this.buffer.shift() as ClaimedJob;
-      this.track(this.worker.run(job, this));
-    }
-  }
-
-  /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
-  private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0) return;
-    const now = performance.now();
-    const elapsed = now - this.windowStart;
-    if (elapsed < 50) return;
-    const measured = this.windowCount / elapsed;
-    this.rate = this.rate === 0 ? measured : (this.rate + measured) / 2;
-    this.windowStart = now;
-    this.windowCount = 0;
-    this.ahead = Math.min(batchSize, Math.floor(this.rate * readAheadMs));
-  }
-
-  private wait(ms: number): Promise<void> {
-    if (this.signaled) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wakeUp = null;
-        resolve();
-      }, ms);
-      this.wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
-  private async loop(): Promise<void> {
-    const { store, log } = this.worker;
-    const { workerId, leaseMs, batchSize, pollMs, readAheadMs } = this.worker.claimOptions;
-    let failures = 0;
-    while (!this.worker.isStopping) {
-      this.dispatch();
-      this.updateReadAhead(readAheadMs, batchSize);
-      const room = this.concurrency + this.ahead - this.busy - this.buffer.length;
-      // Refill when the buffer is down to half the read-ahead (empty, without read-ahead).
-      if (room <= 0 || this.buffer.length > this.ahead / 2) {
-        this.signaled = false;
-        await this.wait(pollMs);
-        continue;
-      }
-      if (this.worker.outcomeBacklog >= 2 * batchSize) {
-        // Claiming faster than outcomes are written would pile up run-but-unrecorded jobs in
-        // memory (and re-run them all after a crash): wait for the completer to catch up.
-        this.signaled = false;
-        await Promise.race([this.worker.outcomesWritten(), this.wait(pollMs)]);
-        this.cancelWait();
-        continue;
-      }
-      this.signaled = false;
-      let claimed: ClaimedJob[];
-      const limit = this.worker.reserveClaims(Math.min(room, batchSize));
-      if (limit === 0) break; // a bounded run's budget or time is spent
-      try {
-        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
-        this.worker.returnClaims(limit - claimed.length);
-        failures = 0;
-      } catch (err) {
-        this.worker.returnClaims(limit);
-        failures++;
-        const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
-        log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
-        // The whole back-off, even when slots free up meanwhile: each freed slot wakes the loop,
-        // and a broken store was being asked again at once (99 failing claims in 100 ms).
-        const until = performance.now() + delay;
-        while (!this.worker.isStopping && performance.now() < until) {
-          this.signaled = false;
-          await this.wait(until - performance.now());
-        }
-        continue;
-      }
-      // Claimed as the stop began, they stay buffered and go back untouched (Worker.returnBuffered).
-      this.buffer.push(...claimed);
-      this.dispatch();
-      if (claimed.length < limit) {
-        if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
-        await this.wait(await this.idleDelay(pollMs));
-      }
-    }
-  }
-
-  private track(run: Promise<void>): void {
-    this.busy++;
-    this.inFlight.add(run);
-    run
-      .catch((err) => this.worker.log.error({ err }, "unexpected error running a job"))
-      .finally(() => this.inFlight.delete(run));
-  }
-
-  /** Sleep until the next delayed job is due, capped by the poll interval. */
-  private async idleDelay(pollMs: number): Promise<number> {
-    if (this.signaled) return 0;
-    try {
-      const [next, now] = await Promise.all([
-        this.worker.store.nextRunAt([this.queue]),
-        this.worker.store.now(),
-      ]);
-      if (!next) return pollMs;
-      return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
-    } catch {
-      return pollMs;
+    while (this.producers.some((r) => r.inFlight.size > 0)) {
+      await Promise.allSettled(this.producers.flatMap((r) => [...r.inFlight]));
     }
   }
 }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import { defineJob, openErrand, silentLogger } from "../../src/index.js";
+import { defineJob, openErrand, silentLogger, type Worker } from "../../src/index.js";
 import { runUntilSignal } from "../../src/worker/process.js";
 import { waitFor } from "./helpers.js";
 
@@ -59,10 +59,14 @@ describe("runUntilSignal", () => {
   test("SIGTERM then a second signal: released at once, exit code 1", async () => {
     const before = counts();
     const { errand, job } = await setup(60_000);
-    const done = runUntilSignal(() => errand.work(), errand, { shutdownTimeout: "10m", close: false });
+    let worker: Worker | undefined;
+    const done = runUntilSignal(() => (worker = errand.work()), errand, {
+      shutdownTimeout: "10m",
+      close: false,
+    });
     await waitFor("the job to run", async () => (await errand.getJob(job.id))?.state === "running");
     process.emit("SIGTERM", "SIGTERM");
-    await sleep(20);
+    await waitFor("the graceful stop to begin", () => worker?.isStopping === true);
     process.emit("SIGINT", "SIGINT");
     const report = await done;
     assert.equal(report.exitCode, 1);

@@ -1,0 +1,101 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { type Duration, parseDuration } from "../duration.js";
+import type { Classification } from "../errors.js";
+
+export interface QueueOptions {
+  /** Jobs of this queue run at once in this process. Default 10. */
+  concurrency?: number;
+  /** Decide retry-or-fail for unknown errors of this queue's jobs (a job's own classify wins). */
+  classify?: (err: unknown) => Classification | undefined;
+}
+
+export interface WorkerOptions {
+  /** How long a claim holds a job without a heartbeat. Default 15s. */
+  lease?: Duration;
+  /** How often leases are extended. Default a third of the lease. */
+  heartbeat?: Duration;
+  /** Safety-net poll when no wake-up signal arrives. Default 2s. */
+  pollInterval?: Duration;
+  /** How often this worker looks for expired leases of dead workers. Default half the lease. */
+  rescueInterval?: Duration;
+  /** Graceful stop: after this, running jobs are aborted and released. Default 30s. */
+  shutdownTimeout?: Duration;
+  /** Most jobs claimed in one round trip, and most claimed ahead of the free slots. Default 500. */
+  batchSize?: number;
+  /**
+   * Read-ahead: each queue claims about this much work beyond its free slots (measured by its
+   * recent rate), so the next jobs are local when a slot frees instead of one round trip away.
+   * Fast jobs get a batch ahead, slow ones next to none; a job waits in this buffer about this
+   * long at most, and unstarted jobs go back to the queue untouched at stop. Default 100ms; 0 disables.
+   */
+  readAhead?: Duration;
+  /** Finished-job retention, enforced by the worker's pruner. */
+  retention?: { completed?: Duration; failed?: Duration };
+  /** How often to prune. Default 10 minutes; 0 disables. */
+  pruneInterval?: Duration;
+  /** Worker id in history and the registry. Default host:pid:random. */
+  id?: string;
+}
+
+/** WorkerOptions checked, with their defaults, in milliseconds. */
+export interface WorkerSettings {
+  id: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  pollMs: number;
+  rescueMs: number;
+  shutdownMs: number;
+  batchSize: number;
+  readAheadMs: number;
+  pruneMs: number;
+  retention: { completedAgeMs: number; failedAgeMs: number };
+}
+
+/** Checks `options` (a clear error naming the bad one) and fills in the defaults. */
+export function workerSettings(options: WorkerOptions, bounded: boolean): WorkerSettings {
+  const id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const leaseMs = parseDuration(options.lease ?? "15s", "lease");
+  const heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(leaseMs / 3)), "heartbeat");
+  if (heartbeatMs >= leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
+  const pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
+  const rescueMs = parseDuration(
+    options.rescueInterval ?? Math.max(10, Math.floor(leaseMs / 2)),
+    "rescueInterval",
+  );
+  const shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
+  const batchSize = options.batchSize ?? 500;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+    throw new RangeError(`batchSize must be an integer from 1 to 10000, got ${batchSize}`);
+  }
+  // A bounded run (processJobs, an HTTP tick) claims exactly what it runs: no read-ahead.
+  const readAheadMs = bounded ? 0 : parseDuration(options.readAhead ?? "100ms", "readAhead");
+  const pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
+  const retention = {
+    completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
+    failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
+  };
+  return {
+    id,
+    leaseMs,
+    heartbeatMs,
+    pollMs,
+    rescueMs,
+    shutdownMs,
+    batchSize,
+    readAheadMs,
+    pruneMs,
+    retention,
+  };
+}
+
+/** A queue's concurrency, checked; default 10. */
+export function queueConcurrency(queue: string, options: QueueOptions): number {
+  const concurrency = options.concurrency ?? 10;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
+    throw new RangeError(
+      `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
+    );
+  }
+  return concurrency;
+}

@@ -1,0 +1,33 @@
+import type { EventEmitter } from "node:events";
+import type { Logger } from "../logger.js";
+import type { ActiveJob } from "./executor.js";
+
+/** The public event (Errand.on) for each outcome kind. */
+export const EVENT_OF = {
+  completed: "completed",
+  retry: "retrying",
+  failed: "failed",
+  snoozed: "snoozed",
+  released: "released",
+  cancelled: "cancelled",
+} as const;
+
+/** Emits a job's outcome event; a listener that throws is logged, never breaks the worker. */
+export function emitOutcome(
+  events: EventEmitter,
+  log: Logger,
+  event: string,
+  active: ActiveJob,
+  result?: unknown,
+  error?: Error,
+  delayMs?: number,
+): void {
+  if (events.listenerCount(event) === 0) return; // most workers have no listeners: build nothing
+  const startedAt = new Date(active.startedAt);
+  const durationMs = active.finishedAt - active.startedAt;
+  try {
+    events.emit(event, { job: active.job, result, error, delayMs, startedAt, durationMs });
+  } catch (err) {
+    log.error({ err, event }, "an event listener threw");
+  }
+}

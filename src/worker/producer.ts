@@ -1,0 +1,239 @@
+import type { Logger } from "../logger.js";
+import type { ClaimedJob, Store } from "../store/types.js";
+import type { ExecutorDeps } from "./executor.js";
+
+/** What a producer needs of its worker (Worker is one); tests can stand in a fake. */
+export interface ProducerHost {
+  readonly store: Store;
+  readonly log: Logger;
+  /** The worker is stopping: claim nothing more, start no buffered job. */
+  readonly isStopping: boolean;
+  /** A bounded run: end the loop when nothing is due instead of waiting for more. */
+  readonly isBounded: boolean;
+  /** Outcomes run but not yet written (back-pressure), and a promise of their writing. */
+  readonly outcomeBacklog: number;
+  outcomesWritten(): Promise<void>;
+  readonly claimOptions: {
+    workerId: string;
+    leaseMs: number;
+    batchSize: number;
+    pollMs: number;
+    readAheadMs: number;
+  };
+  /** A bounded run's claim budget: takes up to `wanted`, gives back what was not used. */
+  reserveClaims(wanted: number): number;
+  returnClaims(unused: number): void;
+  /** Runs one claimed job in a slot of `producer`; resolves when the slot is free. */
+  run(job: ClaimedJob, producer: Producer): Promise<void>;
+  /** Test signal: the producer found fewer jobs than it asked for and waits. */
+  idle(queue: string): void;
+}
+
+/**
+ * The claim loop of one queue. Claimed jobs wait in `buffer` until a slot is free; a freed slot
+ * takes the next buffered job at once (no round trip), and the loop refills the buffer in the
+ * background when it runs low. How far ahead it claims follows the queue's recent rate
+ * (`readAheadMs` of work, capped by the batch size), so fast jobs are claimed hundreds at a
+ * time and slow ones hardly ahead at all — a buffered job is one another worker cannot take.
+ */
+export class Producer {
+  readonly inFlight = new Set<Promise<void>>();
+  stopped: Promise<void> = Promise.resolve();
+  private busy = 0;
+  private signaled = true;
+  private wakeUp: (() => void) | null = null;
+  private buffer: ClaimedJob[] = [];
+  /** Jobs to hold claimed beyond the concurrency, from the rate. */
+  private ahead = 0;
+  /** Rate estimate: jobs finished per ms (smoothed), and the current measuring window. */
+  private rate = 0;
+  private windowStart = performance.now();
+  private windowCount = 0;
+
+  constructor(
+    private readonly worker: ProducerHost,
+    readonly queue: string,
+    readonly concurrency: number,
+    readonly executor: ExecutorDeps,
+  ) {}
+
+  start(): void {
+    this.stopped = this.loop();
+  }
+
+  /** Something changed (enqueue, slot freed, stop): run the loop again now. */
+  wake(): void {
+    this.signaled = true;
+    this.cancelWait();
+  }
+
+  private cancelWait(): void {
+    const wake = this.wakeUp;
+    this.wakeUp = null;
+    wake?.();
+  }
+
+  /** A slot is free: the next buffered job takes it at once; the loop refills the buffer when low. */
+  release(): void {
+    this.busy--;
+    this.windowCount++;
+    this.dispatch();
+    if (this.buffer.length <= this.ahead / 2) this.wake();
+  }
+
+  /** Claimed jobs not started yet (their leases are extended by the heartbeat). */
+  get buffered(): readonly ClaimedJob[] {
+    return this.buffer;
+  }
+
+  take(id: string): ClaimedJob | undefined {
+    const i = this.buffer.findIndex((job) => job.id === id);
+    return i < 0 ? undefined : this.buffer.splice(i, 1)[0];
+  }
+
+  drainBuffer(): ClaimedJob[] {
+    const jobs = this.buffer;
+    this.buffer = [];
+    return jobs;
+  }
+
+  /** Starts buffered jobs in the free slots (none once the worker is stopping). */
+  private dispatch(): void {
+    while (this.busy < this.concurrency && this.buffer.length > 0 && !this.worker.isStopping) {
+      const job = this.buffer.shift() as ClaimedJob;
+      this.track(this.worker.run(job, this));
+    }
+  }
+
+  /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
+  private updateReadAhead(readAheadMs: number, batchSize: number): void {
+    if (readAheadMs === 0) return;
+    const now = performance.now();
+    const elapsed = now - this.windowStart;
+    if (elapsed < 50) return;
+    const measured = this.windowCount / elapsed;
+    this.rate = this.rate === 0 ? measured : (this.rate + measured) / 2;
+    this.windowStart = now;
+    this.windowCount = 0;
+    this.ahead = Math.min(batchSize, Math.floor(this.rate * readAheadMs));
+  }
+
+  private wait(ms: number): Promise<void> {
+    if (this.signaled) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeUp = null;
+        resolve();
+      }, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { store, log } = this.worker;
+    const { workerId, leaseMs, batchSize, pollMs, readAheadMs } = this.worker.claimOptions;
+    let failures = 0;
+    while (!this.worker.isStopping) {
+      this.dispatch();
+      this.updateReadAhead(readAheadMs, batchSize);
+      const room = this.concurrency + this.ahead - this.busy - this.buffer.length;
+      // Refill when the buffer is down to half the read-ahead (empty, without read-ahead).
+      if (room <= 0 || this.buffer.length > this.ahead / 2) {
+        this.signaled = false;
+        await this.wait(pollMs);
+        continue;
+      }
+      if (this.worker.outcomeBacklog >= 2 * batchSize) {
+        // Claiming faster than outcomes are written would pile up run-but-unrecorded jobs in
+        // memory (and re-run them all after a crash): wait for the completer to catch up.
+        this.signaled = false;
+        await Promise.race([this.worker.outcomesWritten(), this.wait(pollMs)]);
+        this.cancelWait();
+        continue;
+      }
+      this.signaled = false;
+      let claimed: ClaimedJob[];
+      const limit = this.worker.reserveClaims(Math.min(room, batchSize));
+      if (limit === 0) break; // a bounded run's budget or time is spent
+      try {
+        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        this.worker.returnClaims(limit - claimed.length);
+        failures = 0;
+      } catch (err) {
+        this.worker.returnClaims(limit);
+        failures++;
+        const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
+        log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
+        // The whole back-off, even when slots free up meanwhile: each freed slot wakes the loop,
+        // and a broken store was being asked again at once (99 failing claims in 100 ms).
+        const until = performance.now() + delay;
+        while (!this.worker.isStopping && performance.now() < until) {
+          this.signaled = false;
+          await this.wait(until - performance.now());
+        }
+        continue;
+      }
+      // Claimed as the stop began, they stay buffered and go back untouched (Worker.returnBuffered).
+      this.buffer.push(...claimed);
+      this.dispatch();
+      if (claimed.length < limit) {
+        if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
+        const delay = await this.idleDelay(pollMs);
+        this.worker.idle(this.queue);
+        await this.wait(delay);
+      }
+    }
+  }
+
+  private track(run: Promise<void>): void {
+    this.busy++;
+    this.inFlight.add(run);
+    run
+      .catch((err) => this.worker.log.error({ err }, "unexpected error running a job"))
+      .finally(() => this.inFlight.delete(run));
+  }
+
+  /** Sleep until the next delayed job is due, capped by the poll interval. */
+  private async idleDelay(pollMs: number): Promise<number> {
+    if (this.signaled) return 0;
+    try {
+      const [next, now] = await Promise.all([
+        this.worker.store.nextRunAt([this.queue]),
+        this.worker.store.now(),
+      ]);
+      if (!next) return pollMs;
+      return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
+    } catch {
+      return pollMs;
+    }
+  }
+}
+
+/** At stop: claimed-but-unstarted jobs go back to pending untouched (else their leases would expire). */
+export async function returnBuffered(
+  producers: readonly Producer[],
+  store: Store,
+  log: Logger,
+): Promise<void> {
+  const jobs = producers.flatMap((r) => r.drainBuffer());
+  if (jobs.length === 0) return;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await store.returnJobs(jobs);
+      log.debug({ returned: jobs.length }, "returned claimed jobs not started");
+      return;
+    } catch (err) {
+      if (attempt >= 3) {
+        log.warn(
+          { err, jobs: jobs.length },
+          "could not return claimed jobs not started; they come back when their leases expire",
+        );
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
