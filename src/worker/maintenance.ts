@@ -60,9 +60,20 @@ export class Maintenance {
     private readonly paused: () => boolean,
   ) {}
 
-  /** Adds a service; start() starts it. */
-  add(name: string, everyMs: number, task: () => Promise<unknown>, jitter = false): this {
-    this.services.push(new Service(name, everyMs, task, { jitter, log: this.log, paused: this.paused }));
+  /**
+   * Adds a service; start() starts it. Services pause while the worker stops, except those that
+   * `runWhileStopping` (the heartbeat: the jobs a graceful stop waits for must keep their leases,
+   * or another worker rescues and runs them again while they still run).
+   */
+  add(
+    name: string,
+    everyMs: number,
+    task: () => Promise<unknown>,
+    jitter = false,
+    runWhileStopping = false,
+  ): this {
+    const paused = runWhileStopping ? () => false : this.paused;
+    this.services.push(new Service(name, everyMs, task, { jitter, log: this.log, paused }));
     return this;
   }
 

@@ -159,10 +159,16 @@ export class Worker implements ProducerHost {
     this.unsubscribe = store.onJobsAvailable((queue) => {
       for (const producer of this.producers) if (queue === null || queue === producer.queue) producer.wake();
     });
-    this.maintenance.add("heartbeat", this.settings.heartbeatMs, async () => {
-      await this.heartbeat.beat(this.jobs.processed);
-      this.signal("heartbeat");
-    });
+    this.maintenance.add(
+      "heartbeat",
+      this.settings.heartbeatMs,
+      async () => {
+        await this.heartbeat.beat(this.jobs.processed);
+        this.signal("heartbeat");
+      },
+      false,
+      true,
+    );
     if (!this.bounded) this.maintenance.add("rescuer", this.settings.rescueMs, () => this.rescue(), true); // a bounded run rescues once, before it starts
     if (this.settings.pruneMs > 0)
       this.maintenance.add("pruner", this.settings.pruneMs, () => this.prune(), true);
