@@ -127,6 +127,9 @@ describe("dashboard in Chromium", { skip }, () => {
     assert.equal(await cell("failed"), "2");
     assert.equal(await cell("pending"), "0");
     assert.equal(await page.textContent("[data-testid=dlq-count]"), "2");
+    // The charts render from their own request: wait for them before counting (under load the
+    // queue table can be there first).
+    await page.locator("svg.chart").nth(1).waitFor();
     assert.equal(await page.locator("svg.chart").count(), 2, "throughput and failure charts");
     await page.click(".segmented button >> text=Last 24 hours");
     await page.waitForSelector(".segmented button.on >> text=Last 24 hours");
