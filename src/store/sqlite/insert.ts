@@ -1,14 +1,34 @@
 /**
- * Inserting a batch of jobs on one connection, inside a transaction the caller has open
- * (errand's own, or the application's when it passed `tx`). Synchronous from start to end:
- * a caller inside better-sqlite3's `db.transaction(() => …)` gets every row in it.
+ * The SQLite store's insert: a batch of jobs in one BEGIN IMMEDIATE transaction on errand's
+ * connection (`insertJobs`), or on the application's handle passed as `tx` (`insertJobsNow`:
+ * tx.ts checks the handle). Synchronous from start to end: a caller inside better-sqlite3's
+ * `db.transaction(() => …)` gets every row in it.
  */
 import { ValidationError } from "../../errors.js";
 import { newJobRecord } from "../shared.js";
 import type { InsertResult, NewJob } from "../types.js";
+import type { Connection } from "./connection.js";
 import type { Db, Statements } from "./handle.js";
 import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_SIZES, SELECT_JOB_BY_KEY } from "./queries.js";
 import { type JobRow, jobFromRow, toJson } from "./rows.js";
+import { checkTxHandle } from "./tx.js";
+
+/** One BEGIN IMMEDIATE transaction for the batch on errand's own connection. */
+export function insertJobs(c: Connection, jobs: NewJob[]): InsertResult[] {
+  if (jobs.length === 0) return [];
+  return c.db.transaction(() => insertJobsOn(c.db, c.statements, jobs)).immediate();
+}
+
+/**
+ * The inserts run on `tx` (a better-sqlite3 Database on errand's file, tx.ts) synchronously,
+ * inside its open transaction — or, if it has none, in one of their own; any error is thrown,
+ * so that an application's `db.transaction(() => …)` rolls back with it.
+ */
+export function insertJobsNow(c: Connection, jobs: NewJob[], tx: unknown): InsertResult[] {
+  const db = checkTxHandle(tx, c.db, c.statements);
+  const insert = () => insertJobsOn(db, c.statements, jobs);
+  return db.inTransaction ? insert() : db.transaction(insert).immediate();
+}
 
 /** Columns bound per row by INSERT_JOB_CHUNK. */
 const CHUNK_COLUMNS = 7;

@@ -1,6 +1,6 @@
 /**
  * The SQLite schema, as numbered migrations. A migration is never edited once released:
- * a change is a new entry at the end. `migrate()` (store.ts) applies the missing ones inside
+ * a change is a new entry at the end. `migrate()` (below) applies the missing ones inside
  * one `BEGIN IMMEDIATE` transaction, so several processes opening the same file at once
  * serialize on SQLite's write lock: the first applies, the others find the versions recorded.
  *
@@ -8,6 +8,8 @@
  * Times are integer milliseconds since the epoch; payload, result, progress and the attempt
  * history are JSON text.
  */
+import type { Connection } from "./connection.js";
+import { MIGRATION_RECORD, MIGRATION_VERSION } from "./queries.js";
 
 export interface Migration {
   version: number;
@@ -120,3 +122,23 @@ ALTER TABLE errand_jobs ADD COLUMN completed_by TEXT;
 
 /** The newest schema version this code knows. */
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+
+/**
+ * Applies the missing migrations in one BEGIN IMMEDIATE transaction. Concurrent migrators
+ * (other processes on the same file) wait on the write lock, then find the versions applied.
+ * A database migrated by a newer errand (versions past LATEST_VERSION) is left as it is.
+ */
+export function migrate(c: Connection): void {
+  c.db
+    .transaction(() => {
+      c.db.exec(MIGRATIONS_TABLE_SQL);
+      const current = (c.q(MIGRATION_VERSION).get() as { version: number }).version;
+      if (current >= LATEST_VERSION) return;
+      for (const migration of MIGRATIONS) {
+        if (migration.version <= current) continue;
+        c.db.exec(migration.sql);
+        c.q(MIGRATION_RECORD).run(migration.version, migration.name);
+      }
+    })
+    .immediate();
+}

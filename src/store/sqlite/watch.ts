@@ -3,7 +3,7 @@
  * database's directory (fs.watch: inotify on Linux, FSEvents on macOS). A commit writes the
  * `-wal` file (WAL mode) or the database file and its `-journal` (rollback journal), so an
  * event on one of those names asks the store to look at `PRAGMA data_version`. The poll stays
- * as the safety net (store.ts).
+ * as the safety net (notifier.ts).
  *
  * - Events are coalesced: one check per event-loop turn (setImmediate), however many arrive.
  * - In WAL mode the frames are written before the writer publishes them in the shared-memory
