@@ -1,7 +1,7 @@
 /**
  * Every SQL statement of the PostgreSQL store, one named constant per query. No other file
  * holds SQL (migrations.ts holds the DDL). `{{schema}}` is replaced by the quoted schema name
- * and `{{channel}}` by the NOTIFY channel literal once per store (`bindSchema`); index.ts runs
+ * and `{{channel}}` by the NOTIFY channel literal once per store (`bindSchema`); db.ts runs
  * the hot ones as named prepared statements.
  *
  * The clock is the database's. `NOW` is `statement_timestamp()`: the server's time at the start
@@ -148,7 +148,7 @@ export const MIGRATE_RECORD =
 /**
  * The rows of one insert chunk, in input order, each with its id drawn from the identity
  * sequence — so every inserted row maps back to its input position (RETURNING cannot see the
- * input). Parameters are array literals built in index.ts (`textArray`, `numberArray`): $1 queue,
+ * input). Parameters are array literals built in insert.ts (`insertValues`): $1 queue,
  * $2 name, $4 priority, $5 max_attempts, $6 run_at (epoch ms; null: now + delay), $7 delay ms,
  * $8 key; and $3 the payloads as one JSON array text, the payloads' own JSON joined by commas —
  * nothing to escape in JS, one jsonb parse on the server (as a text[] of JSON texts, each payload
