@@ -27,7 +27,7 @@ export async function retryJobs(
   const wasListening = notifier.isListening;
   const { rows } = await db.run("RETRY_JOBS", [ids, filter.queue ?? null], db.pool, false);
   const n = Number(rows[0]?.n ?? 0);
-  if (n > 0) notifyLocally(notifier, wasListening, (rows[0].queues as string[]) ?? []);
+  if (n > 0) notifyLocally(notifier, wasListening, () => (rows[0].queues as string[]) ?? []);
   return n;
 }
 

@@ -45,11 +45,7 @@ export async function insertJobs(
           )) as InsertResult[]),
     );
   }
-  notifyLocally(
-    notifier,
-    wasListening,
-    results.filter((r) => r.created).map((r) => r.job.queue),
-  );
+  notifyLocally(notifier, wasListening, () => results.filter((r) => r.created).map((r) => r.job.queue));
   return results;
 }
 

@@ -73,7 +73,7 @@ export async function returnJobs(db: Db, notifier: Notifier, leases: Lease[]): P
   if (valid.length === 0) return 0;
   const wasListening = notifier.isListening;
   const { rows } = await db.run("RETURN_JOBS", [valid.map((l) => l.id), valid.map((l) => l.leaseToken)]);
-  notifyLocally(notifier, wasListening, pendingQueues(rows));
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
   return rows.length;
 }
 
@@ -111,7 +111,7 @@ export async function finishJobs(
   const wasListening = notifier.isListening;
   const { rows } = await db.run("FINISH_JOBS", values, on, true);
   const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
-  notifyLocally(notifier, wasListening, pendingQueues(rows));
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
   return outcomes.map(
     (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
   );
@@ -177,7 +177,7 @@ export async function rescueExpiredLeases(db: Db, notifier: Notifier): Promise<R
         attempt: Number(r.attempt),
       });
     }
-    notifyLocally(notifier, wasListening, pendingQueues(rows));
+    notifyLocally(notifier, wasListening, () => pendingQueues(rows));
     if (rows.length < RESCUE_BATCH) break;
   }
   // Every worker runs the rescuer periodically: the counters' deltas stay few between stats() calls.

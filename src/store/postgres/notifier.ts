@@ -203,8 +203,13 @@ export class Notifier {
 /**
  * Runs the notifications for in-process listeners of a statement that ran while the LISTEN
  * connection was not (yet, or no longer) up (`wasListening` false): its NOTIFY reached no one here.
+ * `queues` is only computed then (the statement's rows, on the hot paths of finish and rescue).
  */
-export function notifyLocally(notifier: Notifier, wasListening: boolean, queues: Iterable<string>): void {
+export function notifyLocally(
+  notifier: Notifier,
+  wasListening: boolean,
+  queues: () => Iterable<string>,
+): void {
   if (wasListening || notifier.size === 0) return;
-  for (const queue of new Set(queues)) queueMicrotask(() => notifier.emit(queue));
+  for (const queue of new Set(queues())) queueMicrotask(() => notifier.emit(queue));
 }

@@ -1,8 +1,10 @@
 /**
  * The PostgreSQL store: production mode, any number of worker processes on any number of hosts
  * against one database, no coordinator. Behaves exactly as the memory store (the reference);
- * test/conformance/ holds it to that. All SQL is in queries.ts, the schema in migrations.ts; each
- * operation is in the file of its concern (insert.ts, leases.ts, reads.ts, …), this class delegates.
+ * test/conformance/ holds it to that. All SQL is in queries.ts (and the sql/ files it
+ * re-exports), the schema in migrations.ts. Each operation lives in the file of its concern
+ * (insert.ts, leases.ts, reads.ts, …) as a plain function over a `Db` (db.ts); this class holds
+ * the store's state (pool, limits, notifier, vacuum) and delegates.
  *
  * How it stays fast and safe under many workers:
  * - claimJobs is one statement: `FOR UPDATE SKIP LOCKED` over a partial index of pending jobs in
