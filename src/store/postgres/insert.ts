@@ -1,8 +1,137 @@
 /**
- * The INSERT statements of a batch of jobs (index.ts `insertJobs`): which jobs go in which
- * statement, and each statement's parameters.
+ * Inserting a batch of jobs: which jobs go in which INSERT statement, each statement's
+ * parameters, the statements pipelined on one connection, jobs whose idempotency key exists
+ * already, and the records returned.
  */
-import type { NewJob } from "../types.js";
+import type { JobRecord } from "../../job.js";
+import { newJobRecord } from "../shared.js";
+import type { InsertResult, NewJob, TxHandle } from "../types.js";
+import { asClient, type Queryable, retryOnDeadlock, SLOW_MS } from "./connection.js";
+import type { Db } from "./db.js";
+import { serialize } from "./json.js";
+import { type Notifier, notifyLocally } from "./notifier.js";
+import { type Row, toJob } from "./rows.js";
+
+/** Inserts `jobs` in the caller's transaction `tx`, or else on its own (one transaction). */
+export async function insertJobs(
+  db: Db,
+  notifier: Notifier,
+  jobs: NewJob[],
+  tx?: TxHandle,
+): Promise<InsertResult[]> {
+  const client = tx === undefined || tx === null ? null : asClient(tx);
+  if (jobs.length === 0) return [];
+  const payloads = new Array<string>(jobs.length);
+  for (let i = 0; i < jobs.length; i++) {
+    payloads[i] =
+      jobs[i].payloadJson ?? serialize(jobs[i].payload, jobs.length === 1 ? "payload" : `job ${i} payload`);
+  }
+  const chunks = insertChunks(payloads);
+  const wasListening = notifier.isListening;
+  let results: InsertResult[];
+  if (client) {
+    // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
+    results = await insertOn(db, client, jobs, payloads, chunks, false);
+  } else {
+    // Several chunks can still deadlock with another multi-chunk insert of the same keys in
+    // another order (each statement is ordered, the transaction is not): Postgres aborts one,
+    // which is retried here, as nothing of it was stored.
+    results = await retryOnDeadlock(async () =>
+      chunks.length === 1
+        ? insertOn(db, db.pool, jobs, payloads, chunks, true)
+        : ((await db.transaction(
+            (c) => insertOn(db, c, jobs, payloads, chunks, true),
+            SLOW_MS,
+          )) as InsertResult[]),
+    );
+  }
+  notifyLocally(notifier, wasListening, () => results.filter((r) => r.created).map((r) => r.job.queue));
+  return results;
+}
+
+async function insertOn(
+  db: Db,
+  on: Queryable,
+  jobs: NewJob[],
+  payloads: string[],
+  chunks: number[][],
+  prepared: boolean,
+): Promise<InsertResult[]> {
+  const results: Array<InsertResult | undefined> = new Array(jobs.length);
+  // A key whose existing job is deleted between our insert and our read (pruned, discarded)
+  // is inserted again; a few rounds settle any real race.
+  for (let round = 0; round < 5 && chunks.length > 0; round++) {
+    // Each statement is queued before the previous one's rows are turned into records, so
+    // the connection sends it the moment the previous one completes: the server inserts the
+    // next chunk while this process builds the records of the last one.
+    const send = (chunk: number[]) => {
+      const keyed = chunk.some((i) => jobs[i].key !== undefined && jobs[i].key !== null);
+      const sent = db.run(
+        keyed ? "INSERT_JOBS" : "INSERT_NEW_JOBS",
+        insertValues(jobs, payloads, chunk, keyed),
+        on,
+        prepared,
+      );
+      sent.catch(() => {}); // awaited below, unless an earlier statement failed
+      return { chunk, keyed, sent };
+    };
+    let next = send(chunks[0]);
+    for (let c = 0; c < chunks.length; c++) {
+      const { chunk, keyed, sent } = next;
+      if (c + 1 < chunks.length) next = send(chunks[c + 1]);
+      const { rows } = await sent;
+      const now = Number(rows[0]?.now_ms);
+      if (keyed) {
+        for (const row of rows) {
+          const i = chunk[Number(row.ord) - 1];
+          results[i] = { job: insertedRecord(jobs[i], payloads[i], String(row.id), now), created: true };
+        }
+      } else {
+        const ids = (rows[0].ids as string).split(",");
+        for (let r = 0; r < chunk.length; r++) {
+          const i = chunk[r];
+          results[i] = { job: insertedRecord(jobs[i], payloads[i], ids[r], now), created: true };
+        }
+      }
+    }
+    const missing = chunks.flat().filter((i) => results[i] === undefined);
+    if (missing.length === 0) break;
+    // Duplicates of (queue, key): read the existing jobs in a new statement (a fresh snapshot
+    // sees the concurrent insert that our ON CONFLICT waited for).
+    const pairs = new Map<string, { queue: string; key: string }>();
+    for (const i of missing) {
+      const { queue, key } = jobs[i];
+      pairs.set(`${queue}\u0000${key}`, { queue, key: key as string });
+    }
+    const { rows } = await db.run(
+      "SELECT_JOBS_BY_KEYS",
+      [[...pairs.values()].map((p) => p.queue), [...pairs.values()].map((p) => p.key)],
+      on,
+      false,
+    );
+    const existing = new Map(rows.map((r: Row) => [`${r.queue}\u0000${r.key}`, toJob(r)]));
+    for (const i of missing) {
+      const job = existing.get(`${jobs[i].queue}\u0000${jobs[i].key}`);
+      if (job) results[i] = { job: i === missing[0] ? job : structuredClone(job), created: false };
+    }
+    chunks = insertChunks(
+      payloads,
+      missing.filter((i) => results[i] === undefined),
+    );
+  }
+  // Positions still without a result after the last round (`results` has holes: no reduce).
+  const lost = chunks.flat().filter((i) => results[i] === undefined).length;
+  if (lost > 0) throw new Error(`could not insert or find ${lost} job(s) with an idempotency key; try again`);
+  return results as InsertResult[];
+}
+
+function insertedRecord(input: NewJob, payloadText: string, id: string, now: number): JobRecord {
+  // The database's run_at is now + delay at microsecond precision; as a Date (ms) it is exactly this.
+  const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
+  // With payloadJson, the caller handed its parsed payload over: no need to parse a copy.
+  const payload = input.payloadJson === undefined ? JSON.parse(payloadText) : input.payload;
+  return newJobRecord(id, input, payload, runAt, new Date(now));
+}
 
 /**
  * Rows per INSERT statement. 5,000 rows keep a statement well under a second; on the 2-core VM

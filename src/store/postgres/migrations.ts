@@ -5,7 +5,7 @@
  * so it can share a database with the application and two errand instances can share one
  * database without seeing each other. `{{schema}}` below is replaced by the quoted schema name.
  *
- * How `migrate()` runs them (index.ts): one transaction that first takes
+ * How `migrate()` runs them (migrate.ts): one transaction that first takes
  * `pg_advisory_xact_lock(hashtextextended('errand.migrate:' || schema, 0))`, then creates the
  * schema and the `migrations` table if missing, reads the applied versions and applies the
  * missing ones in order, recording each. Any number of processes may start at once: the first

@@ -14,7 +14,7 @@
  * LISTEN that needed retries) calls the listeners with `null`: notifications sent while it was
  * away are lost, so every queue may have work. It never logs and never throws: errors go to
  * `onError` when one is given. Until the first LISTEN is up, the store also notifies in-process
- * listeners of its own inserts directly (index.ts), so a subscribe-then-enqueue is never missed.
+ * listeners of its own inserts directly (notifyLocally below), so a subscribe-then-enqueue is never missed.
  */
 import type pg from "pg";
 import { destroyClient, endClient, isReadTimeout } from "./connection.js";
@@ -198,4 +198,18 @@ export class Notifier {
     }, delay);
     this.timer.unref();
   }
+}
+
+/**
+ * Runs the notifications for in-process listeners of a statement that ran while the LISTEN
+ * connection was not (yet, or no longer) up (`wasListening` false): its NOTIFY reached no one here.
+ * `queues` is only computed then (the statement's rows, on the hot paths of finish and rescue).
+ */
+export function notifyLocally(
+  notifier: Notifier,
+  wasListening: boolean,
+  queues: () => Iterable<string>,
+): void {
+  if (wasListening || notifier.size === 0) return;
+  for (const queue of new Set(queues())) queueMicrotask(() => notifier.emit(queue));
 }

@@ -1,0 +1,132 @@
+/**
+ * How the store's operations reach the database: each statement of queries.ts by name, bound
+ * to the store's schema, with its timeout (connection.ts), hot ones as prepared statements; and
+ * transactions. The operation files (insert.ts, reads.ts, leases.ts, …) take a `Db` and run
+ * their statements through it.
+ */
+import type pg from "pg";
+import {
+  type ConnectionLimits,
+  inTransaction,
+  isReadTimeout,
+  type Queryable,
+  SilentConnectionError,
+  statementTimeout,
+  timed,
+} from "./connection.js";
+import * as Q from "./queries.js";
+
+export type QueryName = { [K in keyof typeof Q]: (typeof Q)[K] extends string ? K : never }[keyof typeof Q];
+
+/**
+ * Hot statements run as named prepared statements (parsed and planned once per connection).
+ * The others run unnamed: planned with their actual parameters each time, which lets Postgres
+ * fold away the filters passed as NULL (LIST_JOBS, RETRY_JOBS, DISCARD_JOBS).
+ */
+const PREPARED = new Set<QueryName>([
+  "SELECT_NOW",
+  "INSERT_NEW_JOBS",
+  "INSERT_JOBS",
+  "SELECT_JOB",
+  "CLAIM_JOBS",
+  "EXTEND_LEASES",
+  "FINISH_JOBS",
+  "LOCK_HELD_JOB",
+  "SET_PROGRESS",
+  "RESCUE_EXPIRED",
+  "NEXT_RUN_AT",
+  "LEDGER_GET",
+  "LEDGER_PUT",
+  "HEARTBEAT_WORKER",
+  "COMPACT_COUNTS",
+  "STATS",
+]);
+
+/** Thrown inside a transaction to roll it back without an error reaching the caller. */
+export class Rollback {}
+
+export interface Db {
+  readonly pool: pg.Pool;
+  readonly schema: string;
+  /** Every statement's text, bound to the schema. */
+  readonly sql: Readonly<Record<QueryName, string>>;
+  /** The store's current timeouts (they shrink when a worker with a shorter lease uses it). */
+  limits(): ConnectionLimits;
+  /** Background errors, to the store's onError. */
+  report(err: unknown): void;
+  /** Runs one statement on the pool (or `on`), prepared when it is a hot one and `prepared`. */
+  run(name: QueryName, values?: unknown[], on?: Queryable, prepared?: boolean): Promise<pg.QueryResult>;
+  /**
+   * Runs `fn` in a transaction with server-side limits (connection.ts inTransaction):
+   * `statementMs` is its statement_timeout. `Rollback` thrown by `fn` rolls back and returns it.
+   */
+  transaction<T>(
+    fn: (client: pg.PoolClient) => Promise<T>,
+    statementMs?: number,
+  ): Promise<T | typeof Rollback>;
+}
+
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(36);
+}
+
+export function createDb(options: {
+  pool: pg.Pool;
+  schema: string;
+  limits: () => ConnectionLimits;
+  report: (err: unknown) => void;
+}): Db {
+  const { pool, schema, limits, report } = options;
+  const sql = {} as Record<QueryName, string>;
+  const names: Record<string, string> = {};
+  for (const [name, value] of Object.entries(Q)) {
+    if (typeof value !== "string") continue;
+    const text = Q.bindSchema(value, schema);
+    sql[name as QueryName] = text;
+    // Named per text: two stores (schemas, errand versions) sharing a connection never clash.
+    if (PREPARED.has(name as QueryName)) names[name] = `errand_${fnv1a(text)}_${name.toLowerCase()}`;
+  }
+
+  /** A statement past its timeout becomes a SilentConnectionError, reported once (a warning). */
+  const silent = (err: unknown, what: string, ms: number): unknown => {
+    if (!isReadTimeout(err) || err instanceof SilentConnectionError) return err;
+    const error = new SilentConnectionError(what, ms);
+    report(error);
+    return error;
+  };
+
+  return {
+    pool,
+    schema,
+    sql,
+    limits,
+    report,
+    async run(name, values = [], on = pool, prepared = true) {
+      const statement = prepared ? names[name] : undefined;
+      const query_timeout = statementTimeout(name, limits());
+      try {
+        return await on.query(
+          timed(
+            statement ? { name: statement, text: sql[name], values } : { text: sql[name], values },
+            query_timeout,
+          ),
+        );
+      } catch (err) {
+        throw silent(err, name, query_timeout);
+      }
+    },
+    async transaction(fn, statementMs = limits().statementMs) {
+      try {
+        return await inTransaction(pool, limits(), statementMs, report, fn);
+      } catch (err) {
+        if (err instanceof Rollback) return Rollback;
+        throw silent(err, "a transaction's statement", limits().queryMs);
+      }
+    },
+  };
+}

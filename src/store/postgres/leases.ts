@@ -1,0 +1,186 @@
+/**
+ * A job's run under a lease: claim, extend, return, finish (alone or in a transaction with the
+ * handler's own writes), progress, and the rescue of expired leases. Every write is fenced by
+ * the lease token: a worker that lost its lease cannot overwrite the job's new life.
+ */
+import type { AsyncLocalStorage } from "node:async_hooks";
+import type pg from "pg";
+import { ValidationError } from "../../errors.js";
+import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
+import type { Queryable } from "./connection.js";
+import { type Db, Rollback } from "./db.js";
+import { serialize } from "./json.js";
+import { type Notifier, notifyLocally } from "./notifier.js";
+import { compareIds, isJobId, type Row, toClaimed } from "./rows.js";
+import { compactCounts } from "./upkeep.js";
+
+/** Rows per rescue statement: short statements, few row locks held at once. */
+const RESCUE_BATCH = 1_000;
+
+const OUTCOME_KINDS = new Set<OutcomeKind>([
+  "completed",
+  "retry",
+  "failed",
+  "snoozed",
+  "released",
+  "cancelled",
+]);
+
+/**
+ * The leases that can name a row, in id order: statements over several rows lock them in the
+ * same order, so two of them cannot deadlock.
+ */
+function validLeases(leases: Lease[]): Lease[] {
+  return leases
+    .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
+    .sort((a, b) => compareIds(a.id, b.id));
+}
+
+/** The pending rows' queues, for notifyLocally. */
+function pendingQueues(rows: Row[]): string[] {
+  return rows.filter((r) => r.state === "pending").map((r) => r.queue as string);
+}
+
+export async function claimJobs(
+  db: Db,
+  req: { queue: string; limit: number; workerId: string; leaseMs: number },
+): Promise<ClaimedJob[]> {
+  const limit = Math.floor(req.limit);
+  if (!(limit > 0)) return [];
+  const { rows } = await db.run("CLAIM_JOBS", [req.queue, limit, req.workerId, req.leaseMs]);
+  return rows.sort((a: Row, b: Row) => Number(a.ord) - Number(b.ord)).map(toClaimed);
+}
+
+export async function extendLeases(db: Db, leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+  const valid = validLeases(leases);
+  const held = new Map<string, boolean>();
+  if (valid.length > 0) {
+    const { rows } = await db.run("EXTEND_LEASES", [
+      valid.map((l) => l.id),
+      valid.map((l) => l.leaseToken),
+      leaseMs,
+    ]);
+    for (const r of rows) held.set(`${r.id}:${r.token}`, Boolean(r.cancel_requested));
+  }
+  return leases.map((lease) => {
+    const cancel = held.get(`${lease.id}:${lease.leaseToken}`);
+    return { id: lease.id, held: cancel !== undefined, cancelRequested: cancel ?? false };
+  });
+}
+
+export async function returnJobs(db: Db, notifier: Notifier, leases: Lease[]): Promise<number> {
+  const valid = validLeases(leases);
+  if (valid.length === 0) return 0;
+  const wasListening = notifier.isListening;
+  const { rows } = await db.run("RETURN_JOBS", [valid.map((l) => l.id), valid.map((l) => l.leaseToken)]);
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
+  return rows.length;
+}
+
+/**
+ * One statement for the whole batch. The same (id, token) twice is applied once (the first);
+ * outcomes go to the database sorted by id, so two batches touching the same rows lock them
+ * in the same order and cannot deadlock.
+ */
+export async function finishJobs(
+  db: Db,
+  notifier: Notifier,
+  outcomes: Outcome[],
+  on: Queryable = db.pool,
+): Promise<boolean[]> {
+  const chosen = new Map<string, number>();
+  outcomes.forEach((o, i) => {
+    if (!OUTCOME_KINDS.has(o.kind))
+      throw new ValidationError(`unknown outcome kind ${JSON.stringify(o.kind)}`);
+    const pair = `${o.id}:${o.leaseToken}`;
+    if (isJobId(o.id) && Number.isInteger(o.leaseToken) && !chosen.has(pair)) chosen.set(pair, i);
+  });
+  if (chosen.size === 0) return outcomes.map(() => false);
+  const batch = [...chosen.values()].map((i) => outcomes[i]).sort((a, b) => compareIds(a.id, b.id));
+  const values = [
+    batch.map((o) => o.id),
+    batch.map((o) => o.leaseToken),
+    batch.map((o) => o.kind),
+    batch.map((o) => o.delayMs ?? 0),
+    batch.map((o) => (o.kind === "completed" ? serialize(o.result ?? null, `result of job ${o.id}`) : null)),
+    batch.map((o) => o.worker),
+    batch.map((o) => (o.error ? String(o.error.message ?? "") : null)),
+    batch.map((o) => (o.error?.stack ? String(o.error.stack) : null)),
+    batch.map((o) => (o.error ? o.error.kind : null)),
+  ];
+  const wasListening = notifier.isListening;
+  const { rows } = await db.run("FINISH_JOBS", values, on, true);
+  const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
+  return outcomes.map(
+    (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
+  );
+}
+
+/**
+ * Completes the job in one transaction with `fn`'s writes (made on `tx`, the transaction's
+ * client). `txClient` holds that client while `fn` runs: ledger reads and writes made from it
+ * (ctx.once) join the transaction (ledger.ts).
+ */
+export async function completeInTransaction<T>(
+  db: Db,
+  notifier: Notifier,
+  txClient: AsyncLocalStorage<pg.PoolClient>,
+  lease: Lease,
+  worker: string,
+  fn: (tx: TxHandle) => Promise<T> | T,
+): Promise<{ applied: boolean; value?: T }> {
+  if (!isJobId(lease.id) || !Number.isInteger(lease.leaseToken)) return { applied: false };
+  const result = await db.transaction(async (client) => {
+    // The row lock holds the lease for the whole transaction: the rescuer skips the row, a
+    // concurrent finish waits. A lease already lost means fn never runs.
+    const locked = await db.run("LOCK_HELD_JOB", [lease.id, lease.leaseToken], client);
+    if (locked.rowCount === 0) throw new Rollback();
+    const value = await txClient.run(client, () => fn(client));
+    const [applied] = await finishJobs(
+      db,
+      notifier,
+      [{ ...lease, kind: "completed", result: value, worker }],
+      client,
+    );
+    if (!applied) throw new Rollback();
+    return { applied: true, value };
+  });
+  return result === Rollback ? { applied: false } : (result as { applied: boolean; value?: T });
+}
+
+export async function setProgress(
+  db: Db,
+  lease: Lease,
+  progress: { fraction: number; message?: string },
+): Promise<boolean> {
+  if (!isJobId(lease.id) || !Number.isInteger(lease.leaseToken)) return false;
+  const result = await db.run("SET_PROGRESS", [
+    lease.id,
+    lease.leaseToken,
+    serialize({ ...progress }, "progress"),
+  ]);
+  return (result.rowCount ?? 0) > 0;
+}
+
+export async function rescueExpiredLeases(db: Db, notifier: Notifier): Promise<RescuedJob[]> {
+  const rescued: RescuedJob[] = [];
+  for (;;) {
+    const wasListening = notifier.isListening;
+    const { rows } = await db.run("RESCUE_EXPIRED", [RESCUE_BATCH]);
+    for (const r of rows) {
+      rescued.push({
+        id: String(r.id),
+        queue: r.queue as string,
+        name: r.name as string,
+        state: r.state as RescuedJob["state"],
+        attempt: Number(r.attempt),
+      });
+    }
+    notifyLocally(notifier, wasListening, () => pendingQueues(rows));
+    if (rows.length < RESCUE_BATCH) break;
+  }
+  // Every worker runs the rescuer periodically: the counters' deltas stay few between stats() calls.
+  await compactCounts(db);
+  return rescued;
+}

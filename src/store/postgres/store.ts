@@ -1,0 +1,367 @@
+/**
+ * The PostgreSQL store: production mode, any number of worker processes on any number of hosts
+ * against one database, no coordinator. Behaves exactly as the memory store (the reference);
+ * test/conformance/ holds it to that. All SQL is in queries.ts (and the sql/ files it
+ * re-exports), the schema in migrations.ts. Each operation lives in the file of its concern
+ * (insert.ts, leases.ts, reads.ts, …) as a plain function over a `Db` (db.ts); this class holds
+ * the store's state (pool, limits, notifier, vacuum) and delegates.
+ *
+ * How it stays fast and safe under many workers:
+ * - claimJobs is one statement: `FOR UPDATE SKIP LOCKED` over a partial index of pending jobs in
+ *   claim order, so concurrent claimers never wait on each other nor take the same job, and the
+ *   index never holds the millions of finished rows.
+ * - finishJobs and extendLeases are one statement per batch (`unnest` of arrays), each outcome
+ *   fenced by its lease token: a worker that lost its lease cannot overwrite the job's new life.
+ * - Leases, due times and retention use the database clock (`statement_timestamp()`).
+ * - Inserts are bulk statements of up to 5,000 rows (insert.ts); idempotency keys are a unique
+ *   partial index.
+ * - LISTEN/NOTIFY wakes idle workers (notifier.ts); polling remains the safety net.
+ * - The pool survives killed connections and server restarts: a broken client is dropped, the
+ *   next query opens a new one; a method whose connection died throws (the worker backs off and
+ *   retries). Idle-client errors never crash the process. A silent connection (no answer at
+ *   all) is bounded by timeouts sized from the lease (connection.ts).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import pg from "pg";
+import { ValidationError } from "../../errors.js";
+import type { JobRecord } from "../../job.js";
+import type {
+  ClaimedJob,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  Lease,
+  LeaseStatus,
+  NewJob,
+  Outcome,
+  QueueStats,
+  RescuedJob,
+  ScheduleInput,
+  ScheduleRecord,
+  Store,
+  ThroughputBucket,
+  TxHandle,
+  WorkerInfo,
+} from "../types.js";
+import * as admin from "./admin.js";
+import {
+  type ConnectionLimits,
+  createPool,
+  DEFAULT_LEASE_MS,
+  endPool,
+  limitsForLease,
+  listenClientConfig,
+  SilentConnectionError,
+  trackClients,
+} from "./connection.js";
+import { createDb, type Db } from "./db.js";
+import { insertJobs } from "./insert.js";
+import * as leases from "./leases.js";
+import { ledgerGet, ledgerPut } from "./ledger.js";
+import { migrate } from "./migrate.js";
+import { Notifier } from "./notifier.js";
+import * as Q from "./queries.js";
+import * as reads from "./reads.js";
+import * as schedules from "./schedules.js";
+import { pruneFinished, Vacuum } from "./upkeep.js";
+import * as workers from "./workers.js";
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:pass@host:port/db`. Optional when `pool` is given (then its options are used to LISTEN). */
+  url?: string;
+  /** Schema holding errand's tables (default "errand"). Letters, digits and "_", at most 50. */
+  schema?: string;
+  /** An application's own pool to share; errand then never ends it. */
+  pool?: pg.Pool;
+  /** Size of the pool errand creates (default 10). */
+  poolSize?: number;
+  /**
+   * Background connection errors (an idle pool client or the LISTEN connection dropped). The store
+   * recovers by itself and never logs; pass this to log them.
+   */
+  onError?: (err: Error) => void;
+  /**
+   * Dead rows in the jobs table after which a worker's upkeep vacuums it (default 100,000;
+   * 0 turns it off). Needed where autovacuum is off or throttled behind the queue's churn.
+   */
+  vacuumDeadRows?: number;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres" as const;
+  readonly schema: string;
+  readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+  private readonly db: Db;
+  private readonly notifier: Notifier;
+  private readonly vacuum: Vacuum;
+  private readonly onError?: (err: Error) => void;
+  private readonly poolErrorHandler = (err: Error) => this.report(err);
+  /**
+   * The client of the completeInTransaction running in this async context: ledger reads and
+   * writes made from its `fn` (ctx.once) join that transaction, so a ledger entry commits or
+   * rolls back with the effect it records and the completion (as on SQLite).
+   */
+  private readonly txClient = new AsyncLocalStorage<pg.PoolClient>();
+  private closed = false;
+  /** Timeouts, from the lease of the workers using this store (useLease) or the default lease. */
+  private limits: ConnectionLimits = limitsForLease(DEFAULT_LEASE_MS);
+  private leaseMs: number | null = null;
+  /** The clients of an owned pool, so close() can destroy silent ones (connection.ts endPool). */
+  private readonly clients: Set<pg.Client>;
+
+  constructor(options: PostgresStoreOptions) {
+    const schema = options.schema ?? "errand";
+    if (typeof schema !== "string" || !Q.SCHEMA_NAME_PATTERN.test(schema) || /^pg_/i.test(schema)) {
+      throw new ValidationError(
+        `invalid Postgres schema name ${JSON.stringify(schema)}: use 1-50 letters, digits or "_", starting with a letter or "_" (and not "pg_")`,
+      );
+    }
+    if (!options.pool && (typeof options.url !== "string" || options.url === "")) {
+      throw new ValidationError("openPostgresStore needs a url (postgres://…) or a pool");
+    }
+    if (options.poolSize !== undefined && (!Number.isInteger(options.poolSize) || options.poolSize < 1)) {
+      throw new ValidationError(
+        `poolSize must be a positive integer; got ${JSON.stringify(options.poolSize)}`,
+      );
+    }
+    if (
+      options.vacuumDeadRows !== undefined &&
+      (!Number.isInteger(options.vacuumDeadRows) || options.vacuumDeadRows < 0)
+    ) {
+      throw new ValidationError(
+        `vacuumDeadRows must be a non-negative integer (0 turns it off); got ${JSON.stringify(options.vacuumDeadRows)}`,
+      );
+    }
+    this.schema = schema;
+    this.onError = options.onError;
+    this.ownsPool = !options.pool;
+    this.pool =
+      options.pool ??
+      createPool({ url: options.url as string, schema, max: options.poolSize ?? 10, limits: this.limits });
+    this.clients = this.ownsPool ? trackClients(this.pool) : new Set();
+    // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
+    // pool; without a handler that would crash the process. The pool drops the client itself.
+    this.pool.on("error", this.poolErrorHandler);
+    this.db = createDb({
+      pool: this.pool,
+      schema,
+      limits: () => this.limits,
+      report: (err) => this.report(err),
+    });
+    this.vacuum = new Vacuum(this.db, options.vacuumDeadRows ?? 100_000);
+
+    const url = options.url;
+    const poolOptions = (this.pool as unknown as { options?: pg.ClientConfig }).options ?? {};
+    this.notifier = new Notifier({
+      channel: Q.channelName(schema),
+      onError: (err) => this.report(err),
+      createClient: () =>
+        new pg.Client(listenClientConfig(url ? { connectionString: url } : poolOptions, schema, this.limits)),
+      // A silent LISTEN connection delivers nothing and says nothing: a check every lease finds it.
+      checkEveryMs: () => this.limits.statementMs,
+      onSilent: (ms) => this.report(new SilentConnectionError("the LISTEN connection's check", ms)),
+    });
+  }
+
+  private report(err: unknown): void {
+    try {
+      this.onError?.(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // a reporter that throws must not crash a connection handler
+    }
+  }
+
+  /**
+   * Sizes the connection timeouts from a worker's lease (the shortest, when several workers
+   * share the store): a connection silent for a lease is dropped. Called by the worker at start.
+   */
+  useLease(leaseMs: number): void {
+    if (!(leaseMs > 0) || (this.leaseMs !== null && leaseMs >= this.leaseMs)) return;
+    this.leaseMs = leaseMs;
+    this.limits = limitsForLease(leaseMs);
+    // Connections opened from now on; the statements errand sends name their timeout anyway.
+    if (this.ownsPool)
+      Object.assign(this.pool.options, {
+        query_timeout: this.limits.queryMs,
+        connectionTimeoutMillis: this.limits.connectMs,
+      });
+  }
+
+  // ── lifecycle ───────────────────────────────────────────────────────────────────────────
+
+  migrate(options: { mustExist?: boolean } = {}): Promise<void> {
+    return migrate(this.db, options);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.vacuum.stop();
+    await this.notifier.close();
+    // Bounded: statements on silent connections get a query timeout to come back, then are destroyed.
+    if (this.ownsPool) await endPool(this.pool, this.clients, this.limits.queryMs);
+    else this.pool.off("error", this.poolErrorHandler);
+  }
+
+  /** Vacuums the jobs table when autovacuum falls behind (upkeep.ts Vacuum). */
+  upkeep(): Promise<void> {
+    return this.vacuum.run();
+  }
+
+  now(): Promise<Date> {
+    return reads.now(this.db);
+  }
+
+  /** Resolves once the LISTEN connection is up (for tests that need a NOTIFY to arrive). */
+  whenListening(): Promise<void> {
+    return this.notifier.whenListening();
+  }
+
+  onJobsAvailable(listener: (queue: string | null) => void): () => void {
+    if (this.closed) return () => {};
+    return this.notifier.subscribe(listener);
+  }
+
+  // ── insert and read ─────────────────────────────────────────────────────────────────────
+
+  insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]> {
+    return insertJobs(this.db, this.notifier, jobs, tx);
+  }
+
+  getJob(id: string): Promise<JobRecord | null> {
+    return reads.getJob(this.db, id);
+  }
+
+  listJobs(filter: JobFilter): Promise<JobPage> {
+    return reads.listJobs(this.db, filter);
+  }
+
+  stats(): Promise<QueueStats[]> {
+    return reads.stats(this.db);
+  }
+
+  throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
+    return reads.throughput(this.db, sinceMs, bucketMs);
+  }
+
+  // ── claim, lease, finish ────────────────────────────────────────────────────────────────
+
+  claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
+    return leases.claimJobs(this.db, req);
+  }
+
+  extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+    return leases.extendLeases(this.db, held, leaseMs);
+  }
+
+  returnJobs(held: Lease[]): Promise<number> {
+    return leases.returnJobs(this.db, this.notifier, held);
+  }
+
+  finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
+    return leases.finishJobs(this.db, this.notifier, outcomes);
+  }
+
+  completeInTransaction<T>(
+    lease: Lease,
+    worker: string,
+    fn: (tx: TxHandle) => Promise<T> | T,
+  ): Promise<{ applied: boolean; value?: T }> {
+    return leases.completeInTransaction(this.db, this.notifier, this.txClient, lease, worker, fn);
+  }
+
+  setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
+    return leases.setProgress(this.db, lease, progress);
+  }
+
+  rescueExpiredLeases(_workerNote?: string): Promise<RescuedJob[]> {
+    return leases.rescueExpiredLeases(this.db, this.notifier);
+  }
+
+  nextRunAt(queues: string[]): Promise<Date | null> {
+    return reads.nextRunAt(this.db, queues);
+  }
+
+  // ── admin ───────────────────────────────────────────────────────────────────────────────
+
+  cancelJob(id: string): Promise<JobRecord | null> {
+    return admin.cancelJob(this.db, id);
+  }
+
+  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return admin.retryJobs(this.db, this.notifier, filter);
+  }
+
+  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    return admin.discardJobs(this.db, filter);
+  }
+
+  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+    return pruneFinished(this.db, req);
+  }
+
+  // ── ledger ──────────────────────────────────────────────────────────────────────────────
+
+  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
+    return ledgerGet(this.db, this.txClient, key);
+  }
+
+  ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
+    return ledgerPut(this.db, this.txClient, key, jobId, value);
+  }
+
+  // ── schedules ───────────────────────────────────────────────────────────────────────────
+
+  syncSchedules(list: ScheduleInput[]): Promise<void> {
+    return schedules.syncSchedules(this.db, list);
+  }
+
+  upsertSchedule(schedule: ScheduleInput): Promise<void> {
+    return schedules.upsertSchedule(this.db, schedule);
+  }
+
+  removeSchedule(name: string): Promise<boolean> {
+    return schedules.removeSchedule(this.db, name);
+  }
+
+  listSchedules(): Promise<ScheduleRecord[]> {
+    return schedules.listSchedules(this.db);
+  }
+
+  dueSchedules(): Promise<ScheduleRecord[]> {
+    return schedules.dueSchedules(this.db);
+  }
+
+  advanceSchedule(req: {
+    name: string;
+    expectedNextRunAt: Date;
+    nextRunAt: Date;
+    lastSlot: Date | null;
+  }): Promise<boolean> {
+    return schedules.advanceSchedule(this.db, req);
+  }
+
+  // ── workers ─────────────────────────────────────────────────────────────────────────────
+
+  registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void> {
+    return workers.registerWorker(this.db, info);
+  }
+
+  heartbeatWorker(id: string, running: number, processed: number): Promise<void> {
+    return workers.heartbeatWorker(this.db, id, running, processed);
+  }
+
+  unregisterWorker(id: string): Promise<void> {
+    return workers.unregisterWorker(this.db, id);
+  }
+
+  listWorkers(staleMs: number): Promise<WorkerInfo[]> {
+    return workers.listWorkers(this.db, staleMs);
+  }
+}
+
+/** Opens (does not migrate) a PostgreSQL store; call `migrate()` before use. */
+export function openPostgresStore(options: PostgresStoreOptions): PostgresStore {
+  return new PostgresStore(options);
+}
