@@ -192,7 +192,7 @@ export function watchAlerts(
     const totals = new Map<number, Map<string, { completed: number; failed: number }>>();
     for (const windowMs of windows) {
       const perQueue = new Map<string, { completed: number; failed: number }>();
-      for (const b of await errand.store.throughput(windowMs, windowMs)) {
+      for (const b of await errand.throughput(windowMs, windowMs)) {
         const t = perQueue.get(b.queue) ?? { completed: 0, failed: 0 };
         t.completed += b.completed;
         t.failed += b.failed;
