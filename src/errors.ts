@@ -72,7 +72,7 @@ function httpStatus(err: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
-/** The built-in classification (DESIGN: error classes). Never throws, whatever was thrown. */
+/** The built-in classification (docs/semantics.md, error classes). Never throws, whatever was thrown. */
 export function errorKind(err: unknown): ErrorKind {
   try {
     return kindOf(err);

@@ -17,7 +17,7 @@ export type AttemptOutcome =
   | "interrupted" // the worker shut down past its hard timeout; not charged
   | "cancelled"; // cancelled while running
 
-/** One entry of a job's history (DESIGN: History). Times are ISO strings from the store's clock. */
+/** One entry of a job's history (docs/semantics.md, History). Times are ISO strings from the store's clock. */
 export interface AttemptRecord {
   attempt: number;
   startedAt: string;

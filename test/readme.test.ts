@@ -5,6 +5,7 @@
  * package.json names is the one in LICENSE.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { test } from "node:test";
@@ -94,4 +95,26 @@ test("package.json says MIT and LICENSE is the MIT licence; the README shows the
   assert.match(README, /^npm install errand zod$/m);
   assert.match(README, /^npm ci && npm run demo/m, "the contributor's quick start stays near the top");
   assert.ok(README.indexOf("npm ci && npm run demo") < README.indexOf("## Usage"));
+});
+
+test("no file of the project points a reader at the developers' shared folder (../shared, DESIGN.md)", () => {
+  const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
+  const offenders: string[] = [];
+  let scanned = 0;
+  for (const file of tracked) {
+    if (
+      !/\.(ts|mjs|js|md|sh|json)$/.test(file) ||
+      file === "test/readme.test.ts" ||
+      file.endsWith("-lock.json")
+    )
+      continue;
+    const text = read(file);
+    scanned++;
+    // `../shared.js` is src/store/shared.ts, a module of the project.
+    if (/\.\.\/shared(?!\.js)/.test(text) || /\bDESIGN\.md\b/.test(text)) offenders.push(file);
+  }
+  assert.ok(scanned > 100, `scanned ${scanned} files`);
+  assert.deepEqual(offenders, []);
 });

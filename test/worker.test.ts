@@ -1,5 +1,5 @@
 /**
- * The worker semantics of DESIGN.md, through the public API, on every store.
+ * The worker semantics of docs/semantics.md, through the public API, on every store.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";

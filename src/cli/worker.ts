@@ -1,4 +1,4 @@
-/** `errand worker`: serve queues from a jobs module until SIGTERM/SIGINT (DESIGN: Shutdown). */
+/** `errand worker`: serve queues from a jobs module until SIGTERM/SIGINT (docs/semantics.md, Shutdown). */
 import type { Command } from "commander";
 import { ValidationError } from "../errors.js";
 import { runUntilSignal } from "../worker/process.js";

@@ -1,5 +1,5 @@
 /**
- * POST or GET /api/cron/tick — the scale-to-zero entry point (DESIGN: Scale to zero). An external
+ * POST or GET /api/cron/tick — the scale-to-zero entry point (docs/semantics.md, Scale to zero). An external
  * scheduler (GitHub Actions, Vercel Cron, cron + curl) calls it with
  * `Authorization: Bearer <CRON_SECRET>`; it fires the due schedules, processes a bounded batch of
  * jobs and answers a JSON summary:

@@ -82,7 +82,7 @@ export interface FireResult {
 /** At most this many slots are enqueued for one schedule in one call (missed: "all"); the rest follow on the next. */
 export const MAX_SLOTS_PER_FIRE = 1000;
 
-/** The idempotency key of a slot's job (DESIGN: Schedules). */
+/** The idempotency key of a slot's job (docs/semantics.md, Schedules). */
 export function slotKey(name: string, slot: Date): string {
   return `cron:${name}:${slot.toISOString()}`;
 }

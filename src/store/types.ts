@@ -4,7 +4,7 @@
  * layers speak only this interface; all SQL lives behind it in store/<backend>/.
  *
  * Semantics every store must meet are pinned by test/conformance/ (one suite,
- * every store) and described in DESIGN.md. Times that decide anything (run_at,
+ * every store) and described in docs/semantics.md. Times that decide anything (run_at,
  * leases, schedule due times) come from the store's own clock: the database's
  * `now()` for Postgres, SQLite's clock for SQLite, an injectable clock for memory.
  */

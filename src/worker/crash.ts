@@ -1,6 +1,6 @@
 /**
  * Which job crashed the process (issue 12, item 5). A handler that throws from a timer or leaves
- * a rejected promise unawaited crashes the worker (DESIGN: Shutdown); if every job it interrupted
+ * a rejected promise unawaited crashes the worker (docs/semantics.md, Shutdown); if every job it interrupted
  * were released uncharged, the job at fault would never reach the dead-letter queue and each
  * restart would crash again, interrupting its neighbours every time.
  *

@@ -1,5 +1,5 @@
 /**
- * The hard limit of a worker's stop (DESIGN: Shutdown, "a shutdown's hard timeout is hard
+ * The hard limit of a worker's stop (docs/semantics.md, Shutdown, "a shutdown's hard timeout is hard
  * whatever the store does"). A stop awaits store calls — the claim in flight, the outcome
  * writes, the unregister — and a store that is down or locked can hold any of them for as long
  * as it likes (issue 12: a worker exited 45 s after SIGTERM, once the database came back).

@@ -1,5 +1,5 @@
 /**
- * The process-level rules of a worker (DESIGN: Shutdown), for `errand worker` and for programs
+ * The process-level rules of a worker (docs/semantics.md, Shutdown), for `errand worker` and for programs
  * that run a worker as their main job:
  *
  * - SIGTERM / SIGINT: stop claiming, let in-flight jobs finish. A clean stop exits 0. Past the

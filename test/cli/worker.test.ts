@@ -1,5 +1,5 @@
 /**
- * `errand worker` as a process (DESIGN: Shutdown): SIGTERM during a job lets it finish (exit 0);
+ * `errand worker` as a process (docs/semantics.md, Shutdown): SIGTERM during a job lets it finish (exit 0);
  * a job longer than the shutdown timeout goes back to pending with an "interrupted" attempt that
  * is not charged (exit 1); a second signal stops at once; an uncaught exception or unhandled
  * rejection exits 1 and charges the job whose code caused it (a "crashed" attempt, retried). Each case has its own SQLite file, so they run side by side.

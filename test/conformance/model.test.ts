@@ -2,7 +2,7 @@
  * Model-based test of the Store contract: fast-check generates random sequences of
  * operations (insert, claim, extend, finish with every outcome kind, let a lease expire,
  * rescue, cancel, retry, discard, prune, progress) and runs each against a real store
- * from ./stores.ts AND against the small reference model below, written from DESIGN.md
+ * from ./stores.ts AND against the small reference model below, written from docs/semantics.md
  * (it does not reuse src/store/shared.ts). After every step the observable state must
  * agree: each job's state, attempt, history length, cancel flag, due time; what claim
  * returns, in which order; which writes a lease token still fences in.
@@ -85,7 +85,7 @@ const held = (m: Model, lease: MLease): MJob | undefined => {
   return !job.deleted && job.state === "running" && job.gen === lease.gen ? job : undefined;
 };
 
-/** DESIGN Order: priority desc, then run_at, then insertion order. */
+/** docs/semantics.md, Order: priority desc, then run_at, then insertion order. */
 function expectedClaim(m: Model, queue: Queue, limit: number): MJob[] {
   return m.jobs
     .filter((j) => !j.deleted && j.queue === queue && j.state === "pending" && j.due)
@@ -93,7 +93,7 @@ function expectedClaim(m: Model, queue: Queue, limit: number): MJob[] {
     .slice(0, limit);
 }
 
-/** How an outcome moves a job (DESIGN States/Attempts; types.ts OutcomeKind). */
+/** How an outcome moves a job (docs/semantics.md, States and Attempts; types.ts OutcomeKind). */
 function applyOutcome(job: MJob, kind: OutcomeKind, delayed: boolean, t0: number, t1: number): void {
   job.history += 1;
   job.expired = false;

@@ -1,5 +1,5 @@
 /**
- * The Store conformance suite: the contract of src/store/types.ts and DESIGN.md,
+ * The Store conformance suite: the contract of src/store/types.ts and docs/semantics.md,
  * specified once and run against every store listed in ./stores.ts.
  *
  * Rules every test here keeps, so the suite runs unchanged on memory, SQLite and Postgres:

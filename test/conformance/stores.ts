@@ -1,7 +1,7 @@
 /**
  * The stores the conformance suite runs against: store.test.ts and model.test.ts
  * run every test once per entry here. A behaviour is specified once and every
- * store must pass it (DESIGN: "one conformance suite, every store").
+ * store must pass it (docs/semantics.md: one conformance suite, every store).
  *
  * Each store APPENDS ITS OWN ENTRY to `stores` below, and every entry gives each
  * test a store of its own, isolated from every other test:
