@@ -2,10 +2,9 @@ import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
-import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
-import type { ClaimedJob, RescuedJob, Store } from "../store/types.js";
+import type { ClaimedJob, Store } from "../store/types.js";
 import { ClaimBudget } from "./budget.js";
 import { Completer } from "./completer.js";
 import { Deadline } from "./deadline.js";
@@ -21,9 +20,10 @@ import {
 } from "./options.js";
 import { Producer, type ProducerHost, returnBuffered } from "./producer.js";
 import { RunningJobs } from "./running.js";
+import type { Deps, StopResult, WorkerSignals } from "./types.js";
 import { Watchdog } from "./watchdog.js";
 
-export type { QueueOptions, WorkerOptions };
+export type { Deps, QueueOptions, StopResult, WorkerOptions, WorkerSignals };
 
 /** How often a worker runs its store's upkeep (Store.upkeep: Postgres vacuums when dead rows pile up). */
 const UPKEEP_MS = 10_000;
@@ -36,40 +36,6 @@ const UPKEEP_MS = 10_000;
  */
 const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
-
-/**
- * Test signals (River's testsignal): moments a test can await instead of sleeping. Internal, not
- * part of the promise of the public API; emitting with no listener costs next to nothing.
- */
-export interface WorkerSignals {
-  /** A queue's producer found fewer jobs than it asked for and waits for a wake-up, a due time or the poll. */
-  idle: [queue: string];
-  /** A heartbeat extended this worker's leases (or found none to extend). */
-  heartbeat: [];
-  /** A rescue pass ended; the jobs it returned to pending (often none). */
-  rescued: [jobs: RescuedJob[]];
-}
-
-export interface StopResult {
-  /** false when the hard timeout was reached and jobs were released. */
-  clean: boolean;
-  released: number;
-  /** The store did not answer by the stop's deadline: outcomes were left unwritten. */
-  abandoned?: boolean;
-}
-
-export interface Deps {
-  store: Store;
-  log: Logger;
-  events: EventEmitter;
-  logPayloads: boolean;
-  /** Largest result or ctx.once value in bytes (JSON). Default DEFAULT_PAYLOAD_LIMIT (1 MiB). */
-  payloadLimit?: number;
-  findJob(name: string): AnyJobDefinition | undefined;
-  knownJobNames(): string[];
-  /** Called on every maintenance tick (schedules); errors are logged. */
-  maintenance?: () => Promise<void>;
-}
 
 /**
  * One worker process's runtime and its lifecycle (start, graceful and hard stop, hurry, crash).
