@@ -64,16 +64,13 @@ const COUNTED = {
 } as const;
 type Counted = (typeof COUNTED)[keyof typeof COUNTED];
 
+function zeroCounts(): Record<Counted, number> {
+  return Object.fromEntries(Object.values(COUNTED).map((k) => [k, 0])) as Record<Counted, number>;
+}
+
 /** Forwards the worker's events to the errand and counts this run's outcomes. */
 class CountingEvents extends EventEmitter {
-  readonly counts: Record<Counted, number> = {
-    completed: 0,
-    retried: 0,
-    failed: 0,
-    snoozed: 0,
-    cancelled: 0,
-    released: 0,
-  };
+  readonly counts = zeroCounts();
 
   constructor(private readonly target: EventEmitter) {
     super();
@@ -131,12 +128,7 @@ export async function processJobs(
   if (queues.length === 0) {
     return {
       claimed: 0,
-      completed: 0,
-      retried: 0,
-      failed: 0,
-      snoozed: 0,
-      cancelled: 0,
-      released: 0,
+      ...zeroCounts(),
       stillDue: 0,
       durationMs: Date.now() - started,
     };
