@@ -24,38 +24,31 @@ import type {
   Outcome,
   QueueStats,
   RescuedJob,
-  ScheduleInput,
-  ScheduleRecord,
   Store,
   ThroughputBucket,
-  WorkerInfo,
 } from "../types.js";
+import { clone, MemoryRegistry } from "./registry.js";
 
 interface Row extends JobRecord {
   seq: number;
   leaseToken: number;
 }
 
-const clone = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
-
 export interface MemoryStoreOptions {
   /** The store's clock, in ms since the epoch. Tests may inject one. */
   clock?: () => number;
 }
 
-export class MemoryStore implements Store {
+/** The ledger, schedules and worker registry are inherited from MemoryRegistry (./registry.ts). */
+export class MemoryStore extends MemoryRegistry implements Store {
   readonly kind = "memory" as const;
-  private readonly clock: () => number;
   private readonly jobs = new Map<string, Row>();
   private readonly byKey = new Map<string, string>();
-  private readonly ledger = new Map<string, { jobId: string; value: unknown }>();
-  private readonly schedules = new Map<string, ScheduleRecord>();
-  private readonly workers = new Map<string, WorkerInfo>();
   private readonly listeners = new Set<(queue: string | null) => void>();
   private seq = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.clock = options.clock ?? Date.now;
+    super(options.clock ?? Date.now);
   }
 
   async migrate(): Promise<void> {}
@@ -401,82 +394,5 @@ export class MemoryStore implements Store {
       }
     }
     return pruned;
-  }
-
-  async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    const entry = this.ledger.get(key);
-    return entry ? { found: true, value: clone(entry.value) } : { found: false };
-  }
-
-  async ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
-    if (!this.ledger.has(key)) this.ledger.set(key, { jobId, value: clone(value) });
-  }
-
-  async syncSchedules(schedules: ScheduleInput[]): Promise<void> {
-    const names = new Set(schedules.map((s) => s.name));
-    for (const [name, s] of this.schedules)
-      if (s.source === "code" && !names.has(name)) this.schedules.delete(name);
-    for (const s of schedules) await this.upsertSchedule(s);
-  }
-
-  async upsertSchedule(input: ScheduleInput): Promise<void> {
-    const existing = this.schedules.get(input.name);
-    const unchanged = existing && existing.cron === input.cron && existing.timezone === input.timezone;
-    this.schedules.set(input.name, {
-      ...clone(input),
-      // Keep the position in time of an unchanged schedule so a restart neither skips nor repeats a slot.
-      nextRunAt: unchanged ? existing.nextRunAt : input.nextRunAt,
-      lastFiredAt: existing?.lastFiredAt ?? null,
-      lastSlot: existing?.lastSlot ?? null,
-      createdAt: existing?.createdAt ?? new Date(this.clock()),
-    });
-  }
-
-  async removeSchedule(name: string): Promise<boolean> {
-    return this.schedules.delete(name);
-  }
-
-  async listSchedules(): Promise<ScheduleRecord[]> {
-    return [...this.schedules.values()].map(clone).sort((a, b) => a.name.localeCompare(b.name));
-  }
-
-  async dueSchedules(): Promise<ScheduleRecord[]> {
-    const now = this.clock();
-    return (await this.listSchedules()).filter((s) => s.nextRunAt.getTime() <= now);
-  }
-
-  async advanceSchedule(req: {
-    name: string;
-    expectedNextRunAt: Date;
-    nextRunAt: Date;
-    lastSlot: Date | null;
-  }): Promise<boolean> {
-    const s = this.schedules.get(req.name);
-    if (!s || s.nextRunAt.getTime() !== req.expectedNextRunAt.getTime()) return false;
-    s.nextRunAt = new Date(req.nextRunAt);
-    if (req.lastSlot) {
-      s.lastSlot = new Date(req.lastSlot);
-      s.lastFiredAt = new Date(this.clock());
-    }
-    return true;
-  }
-
-  async registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void> {
-    const now = new Date(this.clock());
-    this.workers.set(info.id, { ...clone(info), startedAt: now, lastHeartbeatAt: now });
-  }
-
-  async heartbeatWorker(id: string, running: number, processed: number): Promise<void> {
-    const w = this.workers.get(id);
-    if (w) Object.assign(w, { running, processed, lastHeartbeatAt: new Date(this.clock()) });
-  }
-
-  async unregisterWorker(id: string): Promise<void> {
-    this.workers.delete(id);
-  }
-
-  async listWorkers(staleMs: number): Promise<WorkerInfo[]> {
-    const now = this.clock();
-    return [...this.workers.values()].filter((w) => now - w.lastHeartbeatAt.getTime() <= staleMs).map(clone);
   }
 }
