@@ -5,6 +5,7 @@
  */
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Duration, parseDuration } from "./duration.js";
+import type { EnqueueManyItem } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
 import { checkDelay, checkRunAt } from "./instant.js";
 import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
@@ -129,4 +130,16 @@ function checkOption<T>(fn: () => T, what: string): T {
   } catch (err) {
     throw new ValidationError(`${what}: ${(err as Error).message}`);
   }
+}
+
+/** The items of enqueueMany, each `{ payload, ...options }`, or an error naming the first that is not. */
+export function checkItems<P>(items: readonly EnqueueManyItem<P>[]): readonly EnqueueManyItem<P>[] {
+  if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (!item || typeof item !== "object" || !("payload" in item)) {
+      throw new ValidationError(`item ${i}: expected { payload, ...options }`);
+    }
+  }
+  return items;
 }

@@ -1,6 +1,13 @@
 import { EventEmitter } from "node:events";
-import type { Duration } from "./duration.js";
-import { type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
+import { checkItems, type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
+import type {
+  EnqueuedJob,
+  EnqueueManyItem,
+  EnqueueOptions,
+  ErrandEvents,
+  JobRef,
+  OpenErrandOptions,
+} from "./errand-types.js";
 import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
@@ -11,99 +18,19 @@ import {
   type ScheduleOptions,
   Scheduler,
 } from "./schedule/scheduler.js";
-import { DEFAULT_URL, openStore } from "./store/open.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
-import type {
-  InsertResult,
-  JobFilter,
-  JobPage,
-  NewJob,
-  QueueStats,
-  RescuedJob,
-  Store,
-  TxHandle,
-} from "./store/types.js";
+import type { InsertResult, JobFilter, JobPage, NewJob, QueueStats, Store, TxHandle } from "./store/types.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
-export interface OpenErrandOptions {
-  /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
-  url?: string;
-  /** Share the application's own better-sqlite3 Database (for transactional enqueue). */
-  db?: unknown;
-  /** A ready store (advanced: tests, custom backends). */
-  store?: Store;
-  /** Postgres schema for errand's tables (default "errand"). */
-  schema?: string;
-  /** The job definitions this process knows (needed to work; enqueue also accepts any definition). */
-  jobs?: readonly AnyJobDefinition[];
-  /** A pino logger, or options for the built-in one. */
-  logger?: Logger;
-  /** Log payloads in job log lines (off by default: payloads may hold personal data). */
-  logPayloads?: boolean;
-  /** Largest payload in bytes (JSON). Default 1 MiB. */
-  payloadLimit?: number;
-  /** Run migrations on open (default true). */
-  migrate?: boolean;
-  /** Refuse to create a Postgres schema that is not there (read-only tools). Default false. */
-  mustExist?: boolean;
-}
-
-export interface EnqueueOptions {
-  priority?: number;
-  /** Run no earlier than this long from now. */
-  delay?: Duration;
-  /** Run no earlier than this instant (Date or ISO string). */
-  runAt?: Date | string;
-  maxAttempts?: number;
-  /** Idempotency key: a job of this queue with the same key is returned instead of a new one. */
-  key?: string;
-  /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
-  tx?: TxHandle;
-}
-
-export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
-  payload: P;
-}
-
-/** What `enqueue` returns: the job record, and whether it was created (false: an existing job's key matched). */
-export type EnqueuedJob<P> = JobRecord<P> & { created: boolean };
-
-export interface JobEvent {
-  job: {
-    id: string;
-    queue: string;
-    name: string;
-    attempt: number;
-    maxAttempts: number;
-    priority: number;
-    payload: unknown;
-    key: string | null;
-    /** When the job was due (store clock) and when it was enqueued. */
-    runAt?: Date;
-    createdAt?: Date;
-  };
-  result?: unknown;
-  error?: Error;
-  delayMs?: number;
-  /** When this process's worker started the attempt, and how long the handler ran (ms). */
-  startedAt?: Date;
-  durationMs?: number;
-}
-
-export interface ErrandEvents {
-  completed: [JobEvent];
-  retrying: [JobEvent];
-  failed: [JobEvent];
-  snoozed: [JobEvent];
-  cancelled: [JobEvent];
-  released: [JobEvent];
-  lost: [RescuedJob];
-  /** The jobs an enqueue call created: the very records it returns (with `created: true`). */
-  enqueued: [JobRecord[]];
-}
-
-type JobRef<P> = JobDefinition<P, unknown> | string;
+export type {
+  EnqueuedJob,
+  EnqueueManyItem,
+  EnqueueOptions,
+  ErrandEvents,
+  JobEvent,
+  OpenErrandOptions,
+} from "./errand-types.js";
 
 /** The facade a user opens: enqueue, inspect, work. */
 export class Errand extends EventEmitter<ErrandEvents> {
@@ -458,37 +385,4 @@ export class Errand extends EventEmitter<ErrandEvents> {
   listWorkers(staleMs: number): ReturnType<Store["listWorkers"]> {
     return this.store.listWorkers(staleMs);
   }
-}
-
-/** The items of enqueueMany, each `{ payload, ...options }`, or an error naming the first that is not. */
-function checkItems<P>(items: readonly EnqueueManyItem<P>[]): readonly EnqueueManyItem<P>[] {
-  if (!Array.isArray(items)) throw new TypeError("enqueueMany takes an array of { payload, ...options }");
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    if (!item || typeof item !== "object" || !("payload" in item)) {
-      throw new ValidationError(`item ${i}: expected { payload, ...options }`);
-    }
-  }
-  return items;
-}
-
-/** Opens errand on a store URL (default ERRAND_URL or ./errand.db), migrating it. */
-export async function openErrand(options: OpenErrandOptions = {}): Promise<Errand> {
-  const ownsStore = !options.store;
-  const logger = checkLogger(options.logger) ?? createLogger();
-  const store =
-    options.store ??
-    (await openStore(options.url ?? process.env.ERRAND_URL ?? DEFAULT_URL, {
-      schema: options.schema,
-      db: options.db,
-      logger,
-    }));
-  try {
-    if (options.migrate !== false) await store.migrate({ mustExist: options.mustExist });
-  } catch (err) {
-    if (ownsStore) await store.close().catch(() => {});
-    throw err;
-  }
-  const errand = new Errand(store, { ...options, logger, ownsStore });
-  return errand;
 }

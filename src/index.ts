@@ -19,7 +19,7 @@ export type {
   JobEvent,
   OpenErrandOptions,
 } from "./errand.js";
-export { Errand, openErrand } from "./errand.js";
+export { Errand } from "./errand.js";
 export type { Classification, ErrorKind } from "./errors.js";
 export { ErrandError, JobTimeoutError, PermanentError, RetryableError, ValidationError } from "./errors.js";
 export type { FetchHandler, HttpOptions } from "./http/app.js";
@@ -32,6 +32,7 @@ export type { AttemptOutcome, AttemptRecord, JobContext, JobDefinition, JobRecor
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
+export { openErrand } from "./open-errand.js";
 export type { FiredSlot, FireResult, ScheduleByHand, ScheduleOptions } from "./schedule/scheduler.js";
 export type { TickOptions, TickResult } from "./schedule/tick.js";
 export { runTick } from "./schedule/tick.js";

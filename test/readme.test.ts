@@ -17,10 +17,10 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 const README = read("README.md");
 
-/** The keys of the ErrandEvents interface, as declared in src/errand.ts. */
+/** The keys of the ErrandEvents interface, as declared in src/errand-types.ts. */
 function declaredEvents(): string[] {
-  const body = /export interface ErrandEvents \{([\s\S]*?)\n\}/.exec(read("src/errand.ts"))?.[1];
-  assert.ok(body, "ErrandEvents not found in src/errand.ts");
+  const body = /export interface ErrandEvents \{([\s\S]*?)\n\}/.exec(read("src/errand-types.ts"))?.[1];
+  assert.ok(body, "ErrandEvents not found in src/errand-types.ts");
   return [...body.matchAll(/^\s+(\w+)\s*:/gm)].map((m) => m[1]).sort();
 }
 

@@ -8,13 +8,13 @@ import { test } from "node:test";
 import { z } from "zod";
 import { compileBackoff } from "../src/backoff.js";
 import { parseDuration } from "../src/duration.js";
-import { openErrand } from "../src/errand.js";
 import { ValidationError } from "../src/errors.js";
 import { createFetchHandler } from "../src/http/app.js";
 import { createTickHandler } from "../src/http/tick.js";
 import { defineJob } from "../src/index.js";
 import { checkInteger, checkName } from "../src/job.js";
 import { silentLogger } from "../src/logger.js";
+import { openErrand } from "../src/open-errand.js";
 
 function refused(what: string, fn: () => unknown, message: RegExp): void {
   assert.throws(fn, (err: Error) => {

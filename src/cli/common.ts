@@ -88,7 +88,7 @@ export async function openFromOptions(opts: GlobalOptions, options: OpenOptions 
     );
   }
   const [{ openErrand }, { silentLogger }] = await Promise.all([
-    import("../errand.js"),
+    import("../open-errand.js"),
     import("../logger.js"),
   ]);
   const open = () =>

@@ -75,7 +75,7 @@ export async function runDemo(url: string | undefined): Promise<number> {
 
   const target = url ?? `sqlite:${join(mkdtempSync(join(tmpdir(), "errand-demo-")), "demo.db")}`;
   const [{ openErrand }, { createLogger, silentLogger }] = await Promise.all([
-    import("../errand.js"),
+    import("../open-errand.js"),
     import("../logger.js"),
   ]);
   const level = process.env.ERRAND_LOG_LEVEL;

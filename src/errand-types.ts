@@ -1,0 +1,84 @@
+/** The types errand's facade takes and gives: open options, enqueue options and results, events. */
+import type { Duration } from "./duration.js";
+import type { AnyJobDefinition, JobDefinition, JobRecord } from "./job.js";
+import type { Logger } from "./logger.js";
+import type { RescuedJob, Store, TxHandle } from "./store/types.js";
+
+export interface OpenErrandOptions {
+  /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
+  url?: string;
+  /** Share the application's own better-sqlite3 Database (for transactional enqueue). */
+  db?: unknown;
+  /** A ready store (advanced: tests, custom backends). */
+  store?: Store;
+  /** Postgres schema for errand's tables (default "errand"). */
+  schema?: string;
+  /** The job definitions this process knows (needed to work; enqueue also accepts any definition). */
+  jobs?: readonly AnyJobDefinition[];
+  /** A pino logger, or options for the built-in one. */
+  logger?: Logger;
+  /** Log payloads in job log lines (off by default: payloads may hold personal data). */
+  logPayloads?: boolean;
+  /** Largest payload in bytes (JSON). Default 1 MiB. */
+  payloadLimit?: number;
+  /** Run migrations on open (default true). */
+  migrate?: boolean;
+  /** Refuse to create a Postgres schema that is not there (read-only tools). Default false. */
+  mustExist?: boolean;
+}
+
+export interface EnqueueOptions {
+  priority?: number;
+  /** Run no earlier than this long from now. */
+  delay?: Duration;
+  /** Run no earlier than this instant (Date or ISO string). */
+  runAt?: Date | string;
+  maxAttempts?: number;
+  /** Idempotency key: a job of this queue with the same key is returned instead of a new one. */
+  key?: string;
+  /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
+  tx?: TxHandle;
+}
+
+export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
+  payload: P;
+}
+
+/** What `enqueue` returns: the job record, and whether it was created (false: an existing job's key matched). */
+export type EnqueuedJob<P> = JobRecord<P> & { created: boolean };
+
+export interface JobEvent {
+  job: {
+    id: string;
+    queue: string;
+    name: string;
+    attempt: number;
+    maxAttempts: number;
+    priority: number;
+    payload: unknown;
+    key: string | null;
+    /** When the job was due (store clock) and when it was enqueued. */
+    runAt?: Date;
+    createdAt?: Date;
+  };
+  result?: unknown;
+  error?: Error;
+  delayMs?: number;
+  /** When this process's worker started the attempt, and how long the handler ran (ms). */
+  startedAt?: Date;
+  durationMs?: number;
+}
+
+export interface ErrandEvents {
+  completed: [JobEvent];
+  retrying: [JobEvent];
+  failed: [JobEvent];
+  snoozed: [JobEvent];
+  cancelled: [JobEvent];
+  released: [JobEvent];
+  lost: [RescuedJob];
+  /** The jobs an enqueue call created: the very records it returns (with `created: true`). */
+  enqueued: [JobRecord[]];
+}
+
+export type JobRef<P> = JobDefinition<P, unknown> | string;
