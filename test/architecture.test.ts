@@ -13,15 +13,6 @@ interface Cycle {
   example: string[];
 }
 
-/**
- * Known cycles outside src/worker/ and src/job.ts, each as the files of one group: a group found
- * must lie inside one of these. Being removed by the other re-cuts: empty it when they land.
- */
-const KNOWN: string[][] = [
-  ["errand.ts", "schedule/scheduler.ts"],
-  ["http/api.ts", "http/app.ts", "http/dashboard.ts", "http/metrics.ts", "http/security.ts", "http/tick.ts"],
-];
-
 const cycles: Cycle[] = findCycles(join(import.meta.dirname, "..", "src"));
 const describe = (c: Cycle) => `${c.files.join(", ")} (e.g. ${c.example.join(" -> ")})`;
 
@@ -30,11 +21,8 @@ test("src/worker/ and src/job.ts are in no import cycle", () => {
   assert.deepEqual(touching.map(describe), []);
 });
 
-test("no import cycle but the known ones", (t) => {
-  const unknown = cycles.filter((c) => !KNOWN.some((known) => c.files.every((f) => known.includes(f))));
-  assert.deepEqual(unknown.map(describe), []);
-  const stale = KNOWN.filter((known) => !cycles.some((c) => c.files.some((f) => known.includes(f))));
-  for (const known of stale) t.diagnostic(`no longer a cycle, remove from KNOWN: ${known.join(", ")}`);
+test("src/ has no import cycle at all", () => {
+  assert.deepEqual(cycles.map(describe), []);
 });
 
 test("the cycle finder finds a cycle", () => {
