@@ -59,7 +59,7 @@ export class RunningJobs {
       const applied = await this.deps.completer.finish(execution.outcome, claimed.attempt);
       if (!applied) {
         log.warn(
-          { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
+          { jobId: claimed.id, job: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
           "outcome rejected: the lease was lost (the job was rescued or taken over)",
         );
         return;
