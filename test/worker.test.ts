@@ -13,7 +13,7 @@ import {
   RetryableError,
   ValidationError,
 } from "../src/index.js";
-import { targets, withErrand } from "./helpers/errands.js";
+import { targets, withErrand } from "./helpers/targets.js";
 import { waitFor, within } from "./helpers/wait.js";
 
 const fast = { base: 5, max: 20, jitter: 0 };

@@ -2,8 +2,8 @@
  * Model-based test of the Store contract: fast-check generates random sequences of
  * operations (insert, claim, extend, finish with every outcome kind, let a lease expire,
  * rescue, cancel, retry, discard, prune, progress) and runs each against a real store
- * from ./stores.ts AND against the small reference model below, written from docs/semantics.md
- * (it does not reuse src/store/shared.ts). After every step the observable state must
+ * of the one registry (test/helpers/targets.ts) AND against the small reference model below,
+ * written from docs/semantics.md (it does not reuse src/store/shared.ts). After every step the observable state must
  * agree: each job's state, attempt, history length, cancel flag, due time; what claim
  * returns, in which order; which writes a lease token still fences in.
  * Any divergence fails with fast-check's shrunk counterexample.
@@ -23,7 +23,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { JobRecord, JobState } from "../../src/job.js";
 import type { Lease, Outcome, OutcomeKind, Store } from "../../src/store/types.js";
-import { type OpenedStore, type StoreFactory, stores } from "./stores.js";
+import { type OpenedStore, type StoreTarget, targets } from "../helpers/targets.js";
 
 const HOUR = 3_600_000;
 const LONG_LEASE = 60_000;
@@ -661,7 +661,7 @@ async function drain(m: Model, r: Real): Promise<boolean> {
   return (await r.store.listJobs({ limit: 1 })).jobs.length === 0;
 }
 
-function modelSuite(factory: StoreFactory): void {
+function modelSuite(target: StoreTarget): void {
   test("agrees with the reference model on random operation sequences", async () => {
     // One store for consecutive runs while they pass and drain; a failed run gets a fresh one.
     let current: OpenedStore | null = null;
@@ -671,7 +671,7 @@ function modelSuite(factory: StoreFactory): void {
           seedCmd,
           fc.commands(commands, { maxCommands: 30, size: "max" }),
           async (seed, cmds) => {
-            const opened = current ?? (await factory.open());
+            const opened = current ?? (await target.openStore());
             current = null;
             const model: Model = { jobs: [], leases: [] };
             const real: Real = { store: opened.store, ids: [], leases: [] };
@@ -700,6 +700,6 @@ function modelSuite(factory: StoreFactory): void {
   });
 }
 
-for (const factory of stores) {
-  describe(`${factory.name} (model)`, { skip: factory.skip || false }, () => modelSuite(factory));
+for (const target of targets) {
+  describe(`${target.name} (model)`, { skip: target.skip || false }, () => modelSuite(target));
 }

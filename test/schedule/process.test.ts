@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, PermanentError, ValidationError } from "../../src/index.js";
-import { targets, withErrand } from "../helpers/errands.js";
+import { targets, withErrand } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {
