@@ -12,7 +12,6 @@ import {
   mustGet,
   newJob,
   nowMs,
-  sleep,
 } from "./helpers.js";
 
 eachStore((it) => {
@@ -158,35 +157,38 @@ eachStore((it) => {
   });
 
   describe("pruneFinished", () => {
-    it("prunes completed and cancelled past completedAgeMs, failed past failedAgeMs, never pending or running", async (store) => {
-      const [done, cancelled, failed, pending, running] = (
-        await store.insertJobs([
-          newJob({ queue: "done" }),
-          newJob({ queue: "cancelled" }),
-          newJob({ queue: "failed" }),
-          newJob({ queue: "pending", runAt: new Date(Date.UTC(2000, 0, 1)) }),
-          newJob({ queue: "running" }),
-        ])
-      ).map((r) => r.job.id);
-      await finish(store, await claimOne(store, "done"), "completed");
-      await finish(store, await claimOne(store, "cancelled"), "cancelled");
-      await finish(store, await claimOne(store, "failed"), "failed", {
-        error: { message: "x", kind: "permanent" },
-      });
-      await claimOne(store, "running");
+    it.withClock(
+      "prunes completed and cancelled past completedAgeMs, failed past failedAgeMs, never pending or running",
+      async (store, clock) => {
+        const [done, cancelled, failed, pending, running] = (
+          await store.insertJobs([
+            newJob({ queue: "done" }),
+            newJob({ queue: "cancelled" }),
+            newJob({ queue: "failed" }),
+            newJob({ queue: "pending", runAt: new Date(Date.UTC(2000, 0, 1)) }),
+            newJob({ queue: "running" }),
+          ])
+        ).map((r) => r.job.id);
+        await finish(store, await claimOne(store, "done"), "completed");
+        await finish(store, await claimOne(store, "cancelled"), "cancelled");
+        await finish(store, await claimOne(store, "failed"), "failed", {
+          error: { message: "x", kind: "permanent" },
+        });
+        await claimOne(store, "running");
 
-      // Everything finished just now: a long retention keeps it.
-      assert.equal(await store.pruneFinished({ completedAgeMs: 60_000, failedAgeMs: 60_000 }), 0);
-      await sleep(40);
-      assert.equal(await store.pruneFinished({ completedAgeMs: 10, failedAgeMs: 3_600_000 }), 2);
-      assert.equal(await store.getJob(done), null);
-      assert.equal(await store.getJob(cancelled), null);
-      assert.equal((await mustGet(store, failed)).state, "failed", "the dead-letter queue is kept longer");
-      assert.equal(await store.pruneFinished({ completedAgeMs: 3_600_000, failedAgeMs: 10 }), 1);
-      assert.equal(await store.getJob(failed), null);
-      assert.equal(await store.pruneFinished({ completedAgeMs: 0, failedAgeMs: 0 }), 0);
-      assert.equal((await mustGet(store, pending)).state, "pending");
-      assert.equal((await mustGet(store, running)).state, "running");
-    });
+        // Everything finished just now: a long retention keeps it.
+        assert.equal(await store.pruneFinished({ completedAgeMs: 60_000, failedAgeMs: 60_000 }), 0);
+        clock.advance(40);
+        assert.equal(await store.pruneFinished({ completedAgeMs: 10, failedAgeMs: 3_600_000 }), 2);
+        assert.equal(await store.getJob(done), null);
+        assert.equal(await store.getJob(cancelled), null);
+        assert.equal((await mustGet(store, failed)).state, "failed", "the dead-letter queue is kept longer");
+        assert.equal(await store.pruneFinished({ completedAgeMs: 3_600_000, failedAgeMs: 10 }), 1);
+        assert.equal(await store.getJob(failed), null);
+        assert.equal(await store.pruneFinished({ completedAgeMs: 0, failedAgeMs: 0 }), 0);
+        assert.equal((await mustGet(store, pending)).state, "pending");
+        assert.equal((await mustGet(store, running)).state, "running");
+      },
+    );
   });
 });

@@ -5,40 +5,44 @@ import { claimOne, eachStore, finish, insertOne, mustGet, newJob, rescue } from 
 
 eachStore((it) => {
   describe("fencing by lease token", () => {
-    it("a stale token (after rescue and re-claim) changes nothing; the current token works", async (store) => {
-      const job = await insertOne(store, { maxAttempts: 5 });
-      const stale = await claimOne(store, "q", 30, "old-worker");
-      await rescue(store, job.id);
-      const current = await claimOne(store, "q", 60_000, "new-worker");
-      assert.equal(current.id, job.id);
-      assert.equal(current.attempt, 2);
-      assert.notEqual(current.leaseToken, stale.leaseToken, "a fresh lease token");
-      const before = await mustGet(store, job.id);
+    it.withClock(
+      "a stale token (after rescue and re-claim) changes nothing; the current token works",
+      async (store, clock) => {
+        const job = await insertOne(store, { maxAttempts: 5 });
+        const stale = await claimOne(store, "q", 30, "old-worker");
+        clock.advance(31); // past the 30 ms lease
+        await rescue(store, job.id);
+        const current = await claimOne(store, "q", 60_000, "new-worker");
+        assert.equal(current.id, job.id);
+        assert.equal(current.attempt, 2);
+        assert.notEqual(current.leaseToken, stale.leaseToken, "a fresh lease token");
+        const before = await mustGet(store, job.id);
 
-      for (const kind of ["completed", "retry", "failed", "snoozed", "released", "cancelled"] as const) {
-        assert.equal(
-          await finish(store, stale, kind, { result: "stale" }),
-          false,
-          `stale ${kind} is fenced off`,
-        );
-      }
-      const [status] = await store.extendLeases([stale], 60_000);
-      assert.deepEqual({ id: status.id, held: status.held }, { id: job.id, held: false });
-      assert.equal(await store.setProgress(stale, { fraction: 0.5, message: "stale" }), false);
-      const [applied] = await store.finishJobs([{ ...stale, kind: "completed", worker: "old-worker" }]);
-      assert.equal(applied, false);
-      assert.deepEqual(await mustGet(store, job.id), before, "nothing changed");
+        for (const kind of ["completed", "retry", "failed", "snoozed", "released", "cancelled"] as const) {
+          assert.equal(
+            await finish(store, stale, kind, { result: "stale" }),
+            false,
+            `stale ${kind} is fenced off`,
+          );
+        }
+        const [status] = await store.extendLeases([stale], 60_000);
+        assert.deepEqual({ id: status.id, held: status.held }, { id: job.id, held: false });
+        assert.equal(await store.setProgress(stale, { fraction: 0.5, message: "stale" }), false);
+        const [applied] = await store.finishJobs([{ ...stale, kind: "completed", worker: "old-worker" }]);
+        assert.equal(applied, false);
+        assert.deepEqual(await mustGet(store, job.id), before, "nothing changed");
 
-      // The current holder is unaffected.
-      assert.equal(await store.setProgress(current, { fraction: 0.25, message: "a quarter" }), true);
-      assert.deepEqual((await mustGet(store, job.id)).progress, { fraction: 0.25, message: "a quarter" });
-      const [held] = await store.extendLeases([current], 60_000);
-      assert.equal(held.held, true);
-      assert.equal(await finish(store, current, "completed", { result: 42, worker: "new-worker" }), true);
-      const done = await mustGet(store, job.id);
-      assert.equal(done.state, "completed");
-      assert.equal(done.result, 42);
-    });
+        // The current holder is unaffected.
+        assert.equal(await store.setProgress(current, { fraction: 0.25, message: "a quarter" }), true);
+        assert.deepEqual((await mustGet(store, job.id)).progress, { fraction: 0.25, message: "a quarter" });
+        const [held] = await store.extendLeases([current], 60_000);
+        assert.equal(held.held, true);
+        assert.equal(await finish(store, current, "completed", { result: 42, worker: "new-worker" }), true);
+        const done = await mustGet(store, job.id);
+        assert.equal(done.state, "completed");
+        assert.equal(done.result, 42);
+      },
+    );
 
     it("a finished job's token is dead; a batch applies each outcome on its own", async (store) => {
       await store.insertJobs([newJob({ payload: 1 }), newJob({ payload: 2 }), newJob({ payload: 3 })]);

@@ -175,36 +175,40 @@ eachStore((it) => {
       assert.deepEqual(await store.claimJobs({ queue: "q", limit: 5, workerId: "w1", leaseMs: 60_000 }), []);
     });
 
-    it("maxAttempts counts executions: snooze and release are free, retry and lost are charged", async (store) => {
-      const job = await insertOne(store, { maxAttempts: 2 });
-      let c = await claimOne(store);
-      assert.deepEqual([c.attempt, c.maxAttempts], [1, 2]);
-      assert.equal(await finish(store, c, "snoozed", { delayMs: 0 }), true);
-      c = await claimOne(store);
-      assert.equal(c.attempt, 1);
-      assert.equal(await finish(store, c, "released"), true);
-      c = await claimOne(store);
-      assert.equal(c.attempt, 1);
-      assert.equal(
-        await finish(store, c, "retry", { delayMs: 0, error: { message: "e1", kind: "unknown" } }),
-        true,
-      );
-      c = await claimOne(store, "q", 30);
-      assert.equal(c.attempt, 2, "the last allowed attempt");
-      const rescued = await rescue(store, job.id);
-      assert.equal(rescued.state, "failed", "a lost last attempt spends the budget");
-      const j = await mustGet(store, job.id);
-      assert.equal(j.state, "failed");
-      assert.equal(j.attempt, 2);
-      assert.deepEqual(
-        j.attempts.map((h) => [h.outcome, h.attempt]),
-        [
-          ["snoozed", 1],
-          ["interrupted", 1],
-          ["retried", 1],
-          ["lost", 2],
-        ],
-      );
-    });
+    it.withClock(
+      "maxAttempts counts executions: snooze and release are free, retry and lost are charged",
+      async (store, clock) => {
+        const job = await insertOne(store, { maxAttempts: 2 });
+        let c = await claimOne(store);
+        assert.deepEqual([c.attempt, c.maxAttempts], [1, 2]);
+        assert.equal(await finish(store, c, "snoozed", { delayMs: 0 }), true);
+        c = await claimOne(store);
+        assert.equal(c.attempt, 1);
+        assert.equal(await finish(store, c, "released"), true);
+        c = await claimOne(store);
+        assert.equal(c.attempt, 1);
+        assert.equal(
+          await finish(store, c, "retry", { delayMs: 0, error: { message: "e1", kind: "unknown" } }),
+          true,
+        );
+        c = await claimOne(store, "q", 30);
+        assert.equal(c.attempt, 2, "the last allowed attempt");
+        clock.advance(31); // past the 30 ms lease
+        const rescued = await rescue(store, job.id);
+        assert.equal(rescued.state, "failed", "a lost last attempt spends the budget");
+        const j = await mustGet(store, job.id);
+        assert.equal(j.state, "failed");
+        assert.equal(j.attempt, 2);
+        assert.deepEqual(
+          j.attempts.map((h) => [h.outcome, h.attempt]),
+          [
+            ["snoozed", 1],
+            ["interrupted", 1],
+            ["retried", 1],
+            ["lost", 2],
+          ],
+        );
+      },
+    );
   });
 });

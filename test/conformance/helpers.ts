@@ -8,9 +8,10 @@
  * - each test opens its own store and cleans it up (`eachStore`'s `it`);
  * - "now" is the store's clock (`store.now()`), never the test's — SQL stores use the
  *   database clock — so time checks bracket an operation between two `store.now()` reads;
- * - time passes for real but briefly: leases of 30–80 ms, and any wait for a time-based
- *   transition polls with a bounded helper (`poll`) instead of sleeping a fixed time — or the
- *   test gives the store a clock (`it(title, fn, { clock })`) and moves it;
+ * - time passes for real but briefly (leases of 30–80 ms, and any wait for a time-based
+ *   transition polls with a bounded helper, `poll`), or — where a test needs time to pass, as
+ *   for an expired lease, a stale worker or a retention cut-off — the store reads a test clock
+ *   (`it.withClock`) the test moves, so nothing waits a fixed time;
  * - ids are opaque strings, payloads are JSON values (jsonb may reorder keys and
  *   reformat text, so searches look for words, not JSON syntax).
  */
@@ -25,6 +26,7 @@ import type {
   ScheduleInput,
   Store,
 } from "../../src/store/types.js";
+import { type TestClock, testClock } from "../helpers/clock.js";
 import { type StoreTarget, targets } from "../helpers/targets.js";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -128,12 +130,12 @@ export function schedule(name: string, over: Partial<ScheduleInput> = {}): Sched
   };
 }
 
-/** A test with a fresh store of its own; `clock` gives the store a test clock. */
-export type It = (
-  title: string,
-  fn: (store: Store) => Promise<void>,
-  options?: { clock?: () => number },
-) => void;
+/** A test with a fresh store of its own. */
+export interface It {
+  (title: string, fn: (store: Store) => Promise<void>): void;
+  /** The same, the store on a test clock of its own that stands still until the test moves it. */
+  withClock(title: string, fn: (store: Store, clock: TestClock) => Promise<void>): void;
+}
 
 /**
  * Runs `body` once per store of the registry, inside a describe named after the store (so a test
@@ -142,15 +144,27 @@ export type It = (
 export function eachStore(body: (it: It, target: StoreTarget) => void, suffix = ""): void {
   for (const target of targets) {
     describe(`${target.name}${suffix}`, { skip: target.skip || false }, () => {
-      const it: It = (title, fn, options = {}) =>
-        test(title, async () => {
-          const { store, cleanup } = await target.openStore({ clock: options.clock });
-          try {
-            await fn(store);
-          } finally {
-            await cleanup();
-          }
-        });
+      const run = async (clock: TestClock | undefined, fn: (store: Store) => Promise<void>) => {
+        const { store, cleanup } = await target.openStore({ clock });
+        try {
+          await fn(store);
+        } finally {
+          await cleanup();
+        }
+      };
+      const it: It = Object.assign(
+        (title: string, fn: (store: Store) => Promise<void>) => {
+          test(title, () => run(undefined, fn));
+        },
+        {
+          withClock(title: string, fn: (store: Store, clock: TestClock) => Promise<void>) {
+            test(title, () => {
+              const clock = testClock();
+              return run(clock, (store) => fn(store, clock));
+            });
+          },
+        },
+      );
       body(it, target);
     });
   }

@@ -45,33 +45,37 @@ eachStore((it) => {
       assert.equal(await finish(store, c, "completed"), false, "the lease is gone");
     });
 
-    it("completeInTransaction with a stale lease applies nothing; a throwing fn leaves the job running", async (store) => {
-      const job = await insertOne(store);
-      const stale = await claimOne(store, "q", 30);
-      await rescue(store, job.id);
-      const current = await claimOne(store);
-      const r = await store.completeInTransaction(stale, "w-old", () => "nope");
-      assert.equal(r.applied, false);
-      const j = await mustGet(store, job.id);
-      assert.equal(j.state, "running");
-      assert.equal(j.attempt, 2);
-      assert.equal(j.attempts.length, 1);
+    it.withClock(
+      "completeInTransaction with a stale lease applies nothing; a throwing fn leaves the job running",
+      async (store, clock) => {
+        const job = await insertOne(store);
+        const stale = await claimOne(store, "q", 30);
+        clock.advance(31); // past the 30 ms lease
+        await rescue(store, job.id);
+        const current = await claimOne(store);
+        const r = await store.completeInTransaction(stale, "w-old", () => "nope");
+        assert.equal(r.applied, false);
+        const j = await mustGet(store, job.id);
+        assert.equal(j.state, "running");
+        assert.equal(j.attempt, 2);
+        assert.equal(j.attempts.length, 1);
 
-      await assert.rejects(
-        store.completeInTransaction(current, "w1", () => {
-          throw new Error("business write failed");
-        }),
-        /business write failed/,
-      );
-      const after = await mustGet(store, job.id);
-      assert.equal(after.state, "running");
-      assert.equal(after.attempts.length, 1);
-      assert.equal(
-        await finish(store, current, "retry", {
-          error: { message: "business write failed", kind: "unknown" },
-        }),
-        true,
-      );
-    });
+        await assert.rejects(
+          store.completeInTransaction(current, "w1", () => {
+            throw new Error("business write failed");
+          }),
+          /business write failed/,
+        );
+        const after = await mustGet(store, job.id);
+        assert.equal(after.state, "running");
+        assert.equal(after.attempts.length, 1);
+        assert.equal(
+          await finish(store, current, "retry", {
+            error: { message: "business write failed", kind: "unknown" },
+          }),
+          true,
+        );
+      },
+    );
   });
 });

@@ -1,11 +1,11 @@
 /** Store conformance: The workers registry: register, heartbeat, unregister, list the live ones. On every store (./helpers.ts). */
 import assert from "node:assert/strict";
 import { describe } from "node:test";
-import { assertWithin, eachStore, nowMs, poll, sleep } from "./helpers.js";
+import { assertWithin, eachStore, nowMs } from "./helpers.js";
 
 eachStore((it) => {
   describe("workers registry", () => {
-    it("register, heartbeat, stale workers drop out, unregister", async (store) => {
+    it.withClock("register, heartbeat, stale workers drop out, unregister", async (store, clock) => {
       const t0 = await nowMs(store);
       await store.registerWorker({
         id: "w-1",
@@ -35,15 +35,11 @@ eachStore((it) => {
       assertWithin(w1.startedAt, t0, t1, "startedAt");
       assertWithin(w1.lastHeartbeatAt, t0, t1, "lastHeartbeatAt");
 
-      await sleep(150);
-      // w-2 last beat ≥ 150 ms ago, so a 100 ms window never holds it; w-1 beats right before
-      // each look (retried in case a loaded machine lets 100 ms pass between the two calls).
-      const live = await poll("w-1 to be listed right after its heartbeat", async () => {
-        await store.heartbeatWorker("w-1", 2, 17);
-        const seen = await store.listWorkers(100);
-        assert.ok(!seen.some((w) => w.id === "w-2"), "w-2 has not beaten for 150 ms: stale");
-        return seen.length > 0 ? seen : undefined;
-      });
+      clock.advance(150);
+      // w-2 last beat 150 ms ago, so a 100 ms window does not hold it; w-1 beats right before the look.
+      await store.heartbeatWorker("w-1", 2, 17);
+      const live = await store.listWorkers(100);
+      assert.ok(!live.some((w) => w.id === "w-2"), "w-2 has not beaten for 150 ms: stale");
       assert.deepEqual(
         live.map((w) => w.id),
         ["w-1"],
