@@ -23,6 +23,7 @@ import {
 import { INSERT_CHUNK, INSERT_CHUNK_BYTES, insertChunks } from "../src/store/postgres/insert.js";
 import { LATEST_VERSION } from "../src/store/postgres/migrations.js";
 import type { NewJob } from "../src/store/types.js";
+import { testClock } from "./helpers/clock.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
 import { waitFor } from "./helpers/wait.js";
 
@@ -495,11 +496,12 @@ describe("PostgreSQL store", { skip }, () => {
     });
 
     it("holds the lease while the handler runs: a rescuer cannot take the job", async () => {
-      const store = await migrated();
+      const clock = testClock();
+      const store = await migrated(schemaName(), { clock });
       await store.insertJobs([job("tx", "x")]);
       const [claimed] = await store.claimJobs({ queue: "tx", limit: 1, workerId: "w", leaseMs: 50 });
       const result = await store.completeInTransaction(claimed, "w", async () => {
-        await new Promise((r) => setTimeout(r, 120)); // the lease expires meanwhile
+        clock.advance(120); // the lease expires meanwhile
         return await store.rescueExpiredLeases();
       });
       assert.equal(result.applied, true);
