@@ -6,13 +6,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type JobEvent } from "../src/index.js";
-import { targets } from "./helpers/errands.js";
+import { targets } from "./helpers/targets.js";
 import { waitFor } from "./helpers/wait.js";
 
 for (const target of targets) {
   describe(`job events on ${target.name}`, { skip: target.skip, timeout: 60_000 }, () => {
     test("started comes before the handler runs, then completed or retrying", async () => {
-      const { errand, cleanup } = await target.open();
+      const { errand, cleanup } = await target.openErrand();
       const seen: string[] = [];
       const flaky = defineJob({
         name: "flaky",

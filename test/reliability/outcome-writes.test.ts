@@ -11,7 +11,7 @@ import { z } from "zod";
 import { createLogger, defineJob, type Errand, type JobRecord, openErrand } from "../../src/index.js";
 import type { Outcome, Store } from "../../src/store/types.js";
 import { isUnstorable } from "../../src/worker/completer.js";
-import { type ErrandTarget, targets } from "../helpers/errands.js";
+import { type StoreTarget, targets } from "../helpers/targets.js";
 import { waitFor, within } from "../helpers/wait.js";
 
 /** The store with some methods replaced; everything else is the real store's. */
@@ -39,11 +39,11 @@ function capturingLogger() {
 
 /** An errand over `target`'s fresh store with some of its methods wrapped. */
 async function withWrapped(
-  target: ErrandTarget,
+  target: StoreTarget,
   overrides: (real: Store) => Partial<Store>,
   fn: (errand: Errand, lines: ReturnType<typeof capturingLogger>["lines"]) => Promise<void>,
 ): Promise<void> {
-  const base = await target.open();
+  const base = await target.openErrand();
   const { logger, lines } = capturingLogger();
   const errand = await openErrand({
     store: wrapStore(base.errand.store, overrides(base.errand.store)),
