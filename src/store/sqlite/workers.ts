@@ -13,6 +13,7 @@ import { ErrandError } from "../../errors.js";
 import { attemptFromOutcome, outcomeTransition } from "../shared.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, TxHandle, WorkerInfo } from "../types.js";
 import { type Connection, closedError, storeBusy } from "./connection.js";
+import { isQueuePaused } from "./pauses.js";
 import * as Q from "./queries.js";
 import { type ClaimRow, claimedFromRow, parseId, toJson, type WorkerRow, workerFromRow } from "./rows.js";
 
@@ -38,6 +39,8 @@ function transactions(c: Connection): Transactions {
   if (txs) return txs;
   txs = {
     claim: c.db.transaction((queue: string, limit: number, worker: string, leaseMs: number) => {
+      // A paused queue gives nothing: one probe of errand_paused_queues per claim, in its transaction.
+      if (isQueuePaused(c, queue)) return [];
       const now = c.now();
       return c.q(Q.CLAIM_JOBS).all({ queue, limit, worker, leaseMs, now }) as ClaimRow[];
     }),

@@ -46,6 +46,7 @@ export const CLAIM_JOBS = `
 WITH c AS (
   SELECT id FROM ${JOBS}
   WHERE queue = $1 AND state = 'pending' AND run_at <= ${NOW}
+    AND NOT EXISTS (SELECT 1 FROM {{schema}}.paused_queues p WHERE p.queue = $1)
   ORDER BY priority DESC, run_at, id
   LIMIT $2
   FOR UPDATE SKIP LOCKED
