@@ -12,7 +12,7 @@ import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
-import { pauseQueue, resumeQueue } from "./queue-pause.js";
+import { pauseQueue, type QueueOverview, queueOverview, resumeQueue } from "./queue-pause.js";
 import {
   type FiredSlot,
   type FireResult,
@@ -407,6 +407,11 @@ export class Errand extends EventEmitter<ErrandEvents> {
   /** The paused queues, by name, each with the time it was paused. */
   pausedQueues(): Promise<QueuePause[]> {
     return this.store.listPausedQueues();
+  }
+
+  /** Every queue (with jobs, paused, or registered here): counts, pause, live workers serving it. */
+  queues(): Promise<QueueOverview[]> {
+    return queueOverview(this.store, this.queueNames);
   }
 
   /** Pauses (true) or resumes (false) a schedule; an unknown name is a ValidationError. Answers the row. */

@@ -4,55 +4,25 @@
  * after `pause` returns, running jobs finish, and `resume` lets the workers claim at once.
  */
 import type { Command } from "commander";
-import type { QueuePause, QueueStats } from "../store/types.js";
+import type { QueueOverview } from "../queue-pause.js";
 import { globals, openFromOptions, UsageError, withErrand } from "./common.js";
 import { type Column, isoSeconds, print, printJson, renderTable } from "./output.js";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
-interface QueueRow {
-  queue: string;
-  paused: boolean;
-  pausedAt: Date | null;
-  pending: number;
-  delayed: number;
-  running: number;
-}
-
-const QUEUE_COLUMNS: Column<QueueRow>[] = [
+const QUEUE_COLUMNS: Column<QueueOverview>[] = [
   { header: "QUEUE", value: (q) => q.queue },
   { header: "STATE", value: (q) => (q.paused ? `paused since ${isoSeconds(q.pausedAt)}` : "running") },
   { header: "PENDING", value: (q) => String(q.pending), align: "right" },
   { header: "DELAYED", value: (q) => String(q.delayed), align: "right" },
   { header: "RUNNING", value: (q) => String(q.running), align: "right" },
+  {
+    header: "WORKERS",
+    // Due jobs and nobody to run them: say so where the eye is.
+    value: (q) => (q.workers === 0 && q.pending > 0 ? "0 (no worker!)" : String(q.workers)),
+    align: "right",
+  },
 ];
-
-/** Every queue with jobs, and every paused one (a queue may be paused before its first job). */
-export function queueRows(stats: QueueStats[], paused: QueuePause[]): QueueRow[] {
-  const rows = new Map<string, QueueRow>();
-  for (const s of stats) {
-    rows.set(s.queue, {
-      queue: s.queue,
-      paused: false,
-      pausedAt: null,
-      pending: s.pending,
-      delayed: s.delayed,
-      running: s.running,
-    });
-  }
-  for (const p of paused) {
-    const row = rows.get(p.queue) ?? {
-      queue: p.queue,
-      paused: false,
-      pausedAt: null,
-      pending: 0,
-      delayed: 0,
-      running: 0,
-    };
-    rows.set(p.queue, { ...row, paused: true, pausedAt: p.pausedAt });
-  }
-  return [...rows.values()].sort((a, b) => a.queue.localeCompare(b.queue));
-}
 
 function queueName(value: string): string {
   if (!NAME.test(value)) throw new UsageError(`invalid queue name ${JSON.stringify(value)}`);
@@ -78,11 +48,13 @@ Examples:
 
   queue
     .command("list")
-    .description("every queue with jobs or a pause: paused or running, pending, delayed and running jobs")
+    .description(
+      "every queue with jobs or a pause: paused or not, due, delayed and running jobs, live workers",
+    )
     .option("--json", "print the queues as JSON")
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
-        const rows = queueRows(await errand.stats(), await errand.pausedQueues());
+        const rows = await errand.queues();
         if (opts.json) printJson(rows);
         else print(rows.length === 0 ? "no queues yet" : renderTable(rows, QUEUE_COLUMNS));
       });
