@@ -96,7 +96,11 @@ describe("pause and resume over the API", () => {
     assert.deepEqual(job?.payload, { n: 7 });
     assert.match(job?.key ?? "", /^cron:digest:now:/);
     const afterRun = await callJson(h.handler, "/api/schedules");
-    assert.equal(afterRun.body.schedules[0].nextRunAt, nextRunAt, "run now leaves the next slot where it was");
+    assert.equal(
+      afterRun.body.schedules[0].nextRunAt,
+      nextRunAt,
+      "run now leaves the next slot where it was",
+    );
 
     const resumed = await callJson(h.handler, "/api/schedules/digest/resume", post);
     assert.equal(resumed.body.schedule.pausedAt, null);
