@@ -208,6 +208,106 @@ function suite(factory: StoreFactory): void {
     });
   });
 
+  describe("a paused schedule through the scheduler", () => {
+    const withErrand = (
+      title: string,
+      fn: (errand: Awaited<ReturnType<typeof openErrand>>, store: Store) => Promise<void>,
+    ) =>
+      test(title, async () => {
+        const { store, cleanup } = await factory.open();
+        const errand = await openErrand({ store });
+        try {
+          await fn(errand, store);
+        } finally {
+          await errand.close();
+          await cleanup();
+        }
+      });
+    const minutesAgo = async (store: Store, n: number) => {
+      const now = (await store.now()).getTime();
+      return new Date(Math.floor(now / 60_000) * 60_000 - n * 60_000);
+    };
+    const slotJobs = async (errand: Awaited<ReturnType<typeof openErrand>>) =>
+      (await errand.listJobs({ queue: "reports", limit: 1000 })).jobs.map((j) => j.key).sort();
+
+    withErrand(
+      "paused, it fires nothing; resumed with missed: latest, the latest missed slot fires once",
+      async (errand, store) => {
+        await store.upsertSchedule(schedule("minutely", { nextRunAt: await minutesAgo(store, 5) }));
+        await errand.setSchedulePaused("minutely", true);
+        assert.equal((await errand.fireSchedules()).fired, 0);
+        assert.deepEqual(await slotJobs(errand), []);
+        await errand.setSchedulePaused("minutely", false);
+        const fired = await errand.fireSchedules();
+        assert.equal(fired.fired, 1, "only the latest missed slot");
+        assert.equal((await errand.fireSchedules()).fired, 0, "and never twice");
+        assert.equal((await slotJobs(errand)).length, 1);
+      },
+    );
+
+    withErrand("resumed with missed: all, each missed slot fires once", async (errand, store) => {
+      await store.upsertSchedule(
+        schedule("catch-up", { missed: "all", nextRunAt: await minutesAgo(store, 4) }),
+      );
+      await errand.setSchedulePaused("catch-up", true);
+      assert.equal((await errand.fireSchedules()).fired, 0);
+      await errand.setSchedulePaused("catch-up", false);
+      const fired = await errand.fireSchedules();
+      assert.ok(
+        fired.fired === 5 || fired.fired === 6,
+        `the slots from 4 minutes ago to now: ${fired.fired}`,
+      );
+      assert.equal((await errand.fireSchedules()).fired, 0);
+      const keys = await slotJobs(errand);
+      assert.equal(new Set(keys).size, keys.length, "one job per slot");
+    });
+
+    withErrand(
+      "run now enqueues the job at once, paused or not, and leaves the next slot alone",
+      async (errand, store) => {
+        const next = new Date(Date.UTC(2031, 5, 1));
+        await store.upsertSchedule(schedule("monthly", { nextRunAt: next, payload: { kind: "now" } }));
+        await errand.setSchedulePaused("monthly", true);
+        const ran = await errand.runScheduleNow("monthly");
+        assert.equal(ran.created, true);
+        const job = await errand.getJob(ran.jobId);
+        assert.equal(job?.name, "report");
+        assert.equal(job?.queue, "reports");
+        assert.deepEqual(job?.payload, { kind: "now" });
+        assert.match(job?.key ?? "", /^cron:monthly:now:/);
+        const row = (await errand.listSchedules())[0];
+        assert.equal(row.nextRunAt.getTime(), next.getTime(), "the next slot did not move");
+        assert.ok(row.pausedAt, "still paused");
+      },
+    );
+
+    withErrand(
+      "an unknown schedule is a ValidationError naming the known ones; nothing changes",
+      async (errand, store) => {
+        await store.upsertSchedule(schedule("known"));
+        for (const act of [
+          () => errand.setSchedulePaused("nope", true),
+          () => errand.setSchedulePaused("nope", false),
+          () => errand.runScheduleNow("nope"),
+        ]) {
+          await assert.rejects(act(), (err: Error) => {
+            assert.equal(err.name, "ValidationError");
+            assert.match(err.message, /unknown schedule "nope"; known: known/);
+            return true;
+          });
+        }
+        assert.equal((await errand.listSchedules())[0].pausedAt, null);
+        assert.equal((await errand.listJobs({})).jobs.length, 0);
+      },
+    );
+
+    withErrand("a bad queue name to pause is a ValidationError; nothing is paused", async (errand) => {
+      await assert.rejects(errand.pauseQueue("no spaces"), { name: "ValidationError" });
+      await assert.rejects(errand.resumeQueue(""), { name: "ValidationError" });
+      assert.deepEqual(await errand.pausedQueues(), []);
+    });
+  });
+
   describe("workers obey a pause", () => {
     test("after pauseQueue returns no handler starts, buffered jobs included; resume drains the rest", async () => {
       const { store, cleanup } = await factory.open();
