@@ -39,7 +39,9 @@ function transactions(c: Connection): Transactions {
   if (txs) return txs;
   txs = {
     claim: c.db.transaction((queue: string, limit: number, worker: string, leaseMs: number) => {
-      // A paused queue gives nothing: one probe of errand_paused_queues per claim, in its transaction.
+      // A paused queue gives nothing: one primary-key probe of errand_paused_queues per claim, in
+      // its transaction — 5-6 µs measured at load ~10 (200,000 probes), against 20 ms for a
+      // claim of 500 (bench/store-cost.ts sqlite 500 20000: 37-49 µs/job before and after).
       if (isQueuePaused(c, queue)) return [];
       const now = c.now();
       return c.q(Q.CLAIM_JOBS).all({ queue, limit, worker, leaseMs, now }) as ClaimRow[];
