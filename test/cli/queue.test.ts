@@ -32,6 +32,9 @@ test("pause, list and resume a queue; a pending job says why it waits", async ()
     assert.equal(json[0].queue, "fast");
     assert.equal(json[0].paused, true);
 
+    const stats = await run(["stats", ...url]);
+    assert.match(stats.stdout, /^queue "fast" is paused \(since \S+\): errand queue resume fast$/m);
+
     const show = await run(["jobs", "show", job.id, ...url]);
     assert.match(show.stdout, /^waiting: queue "fast" is paused \(since \S+\)$/m);
     assert.match(show.stdout, /^waiting: no live worker serves queue "fast"$/m);

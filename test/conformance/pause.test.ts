@@ -309,6 +309,46 @@ function suite(factory: StoreFactory): void {
   });
 
   describe("workers obey a pause", () => {
+    test("a worker of a paused queue with due jobs waits for the resume, it does not spin", async () => {
+      const { store, cleanup } = await factory.open();
+      let claims = 0;
+      const claimJobs = store.claimJobs.bind(store);
+      store.claimJobs = (req) => {
+        claims++;
+        return claimJobs(req);
+      };
+      const ran: number[] = [];
+      const job = defineJob({
+        name: "paused-idle",
+        queue: "idle",
+        schema: z.object({ n: z.number() }),
+        async run({ n }) {
+          ran.push(n);
+        },
+      });
+      const errand = await openErrand({ store, jobs: [job] });
+      try {
+        await errand.pauseQueue("idle");
+        await errand.enqueueMany(
+          job,
+          Array.from({ length: 5 }, (_, n) => ({ payload: { n } })),
+        );
+        const worker = errand.work({ idle: { concurrency: 2 } }, { pollInterval: "200ms" });
+        try {
+          await sleep(1000);
+          assert.deepEqual(ran, []);
+          assert.ok(claims <= 15, `${claims} claims in a second at a poll interval of 200 ms`);
+          await errand.resumeQueue("idle");
+          await poll("the jobs to run after resume", async () => ran.length === 5);
+        } finally {
+          await worker.stop();
+        }
+      } finally {
+        await errand.close();
+        await cleanup();
+      }
+    });
+
     test("after pauseQueue returns no handler starts, buffered jobs included; resume drains the rest", async () => {
       const { store, cleanup } = await factory.open();
       const starts: number[] = [];
