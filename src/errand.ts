@@ -12,26 +12,15 @@ import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
-import { pauseQueue, type QueueOverview, queueOverview, resumeQueue } from "./queue-pause.js";
+import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
 import {
-  type FiredSlot,
   type FireResult,
   type ScheduleByHand,
   type ScheduleOptions,
   Scheduler,
 } from "./schedule/scheduler.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
-import type {
-  InsertResult,
-  JobFilter,
-  JobPage,
-  NewJob,
-  QueuePause,
-  QueueStats,
-  ScheduleRecord,
-  Store,
-  TxHandle,
-} from "./store/types.js";
+import type { InsertResult, JobFilter, JobPage, NewJob, QueueStats, Store, TxHandle } from "./store/types.js";
 import { type WaitReason, whyWaiting } from "./waiting.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
@@ -395,7 +384,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
   }
 
   /** Pauses a queue on every worker; resolves once none of its handlers can start anywhere (queue-pause.ts). */
-  pauseQueue(queue: string): Promise<QueuePause> {
+  pauseQueue(queue: string): ReturnType<Store["pauseQueue"]> {
     return pauseQueue(this.store, queue);
   }
 
@@ -405,22 +394,22 @@ export class Errand extends EventEmitter<ErrandEvents> {
   }
 
   /** The paused queues, by name, each with the time it was paused. */
-  pausedQueues(): Promise<QueuePause[]> {
+  pausedQueues(): ReturnType<Store["listPausedQueues"]> {
     return this.store.listPausedQueues();
   }
 
   /** Every queue (with jobs, paused, or registered here): counts, pause, live workers serving it. */
-  queues(): Promise<QueueOverview[]> {
+  queues(): ReturnType<typeof queueOverview> {
     return queueOverview(this.store, this.queueNames);
   }
 
   /** Pauses (true) or resumes (false) a schedule; an unknown name is a ValidationError. Answers the row. */
-  setSchedulePaused(name: string, paused: boolean): Promise<ScheduleRecord> {
+  setSchedulePaused(name: string, paused: boolean): ReturnType<Scheduler["setPaused"]> {
     return this.scheduler.setPaused(name, paused);
   }
 
   /** Enqueues a schedule's job now without moving its next slot (scheduler.ts runNow). */
-  runScheduleNow(name: string): Promise<FiredSlot> {
+  runScheduleNow(name: string): ReturnType<Scheduler["runNow"]> {
     return this.scheduler.runNow(name);
   }
 
