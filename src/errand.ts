@@ -12,6 +12,7 @@ import { ValidationError } from "./errors.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
+import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
 import {
   type FireResult,
   type ScheduleByHand,
@@ -20,6 +21,7 @@ import {
 } from "./schedule/scheduler.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
 import type { InsertResult, JobFilter, JobPage, NewJob, QueueStats, Store, TxHandle } from "./store/types.js";
+import { type WaitReason, whyWaiting } from "./waiting.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -379,6 +381,42 @@ export class Errand extends EventEmitter<ErrandEvents> {
   /** Removes a schedule from the store; answers the removed row, or null when there was none. */
   removeSchedule(name: string): ReturnType<Scheduler["remove"]> {
     return this.scheduler.remove(name);
+  }
+
+  /** Pauses a queue on every worker; resolves once none of its handlers can start anywhere (queue-pause.ts). */
+  pauseQueue(queue: string): ReturnType<Store["pauseQueue"]> {
+    return pauseQueue(this.store, queue);
+  }
+
+  /** Lifts a queue's pause; its workers claim at once. False when it was not paused. */
+  resumeQueue(queue: string): Promise<boolean> {
+    return resumeQueue(this.store, queue);
+  }
+
+  /** The paused queues, by name, each with the time it was paused. */
+  pausedQueues(): ReturnType<Store["listPausedQueues"]> {
+    return this.store.listPausedQueues();
+  }
+
+  /** Every queue (with jobs, paused, or registered here): counts, pause, live workers serving it. */
+  queues(): ReturnType<typeof queueOverview> {
+    return queueOverview(this.store, this.queueNames);
+  }
+
+  /** Pauses (true) or resumes (false) a schedule; an unknown name is a ValidationError. Answers the row. */
+  setSchedulePaused(name: string, paused: boolean): ReturnType<Scheduler["setPaused"]> {
+    return this.scheduler.setPaused(name, paused);
+  }
+
+  /** Enqueues a schedule's job now without moving its next slot (scheduler.ts runNow). */
+  runScheduleNow(name: string): ReturnType<Scheduler["runNow"]> {
+    return this.scheduler.runNow(name);
+  }
+
+  /** Why a pending job waits (waiting.ts): [] when nothing holds it back or it is not pending; null: no such job. */
+  async whyWaiting(id: string): Promise<WaitReason[] | null> {
+    const job = await this.store.getJob(String(id));
+    return job && whyWaiting(this.store, job);
   }
 
   /** Workers with a heartbeat within `staleMs` (the dashboard's live list). */

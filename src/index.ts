@@ -33,6 +33,7 @@ export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
 export { openErrand } from "./open-errand.js";
+export type { QueueOverview } from "./queue-pause.js";
 export type { FiredSlot, FireResult, ScheduleByHand, ScheduleOptions } from "./schedule/scheduler.js";
 export type { TickOptions, TickResult } from "./schedule/tick.js";
 export { runTick } from "./schedule/tick.js";
@@ -44,11 +45,13 @@ export { MemoryStore } from "./store/memory/index.js";
 export type {
   JobFilter,
   JobPage,
+  QueuePause,
   QueueStats,
   ScheduleRecord,
   ThroughputBucket,
   WorkerInfo,
 } from "./store/types.js";
+export type { WaitReason } from "./waiting.js";
 export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";
 export { runUntilSignal } from "./worker/process.js";

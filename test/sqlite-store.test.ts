@@ -114,6 +114,7 @@ test("migrate is idempotent and records each version once", async (t) => {
     "errand_jobs",
     "errand_ledger",
     "errand_migrations",
+    "errand_paused_queues",
     "errand_schedules",
     "errand_workers",
   ]);

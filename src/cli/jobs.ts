@@ -47,14 +47,23 @@ export function registerJobs(program: Command): void {
 
   jobs
     .command("show")
-    .description("show one job: fields, payload, result and every attempt")
+    .description("show one job: fields, payload, result, every attempt, and why a pending one waits")
     .argument("<id>", "job id")
     .option("--json", "print the job as JSON")
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
         const job = await mustGet(errand, id);
-        if (opts.json) printJson(jobJson(job));
-        else print(renderJob(job));
+        // A pending job says why it waits (waiting.ts): paused queue, not due, no worker, the line.
+        const waiting = (await errand.whyWaiting(job.id)) ?? [];
+        if (opts.json) printJson({ ...jobJson(job), waiting });
+        else
+          print(
+            [
+              renderJob(job),
+              ...(waiting.length > 0 ? [""] : []),
+              ...waiting.map((r) => `waiting: ${r.message}`),
+            ].join("\n"),
+          );
       });
     });
 

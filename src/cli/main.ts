@@ -15,6 +15,7 @@ import { registerEnqueue } from "./enqueue.js";
 import { registerInit } from "./init.js";
 import { registerJobs } from "./jobs.js";
 import { registerMigrate } from "./migrate.js";
+import { registerQueue } from "./queue.js";
 import { registerSchedule } from "./schedule.js";
 import { registerServe } from "./serve.js";
 import { registerStats } from "./stats.js";
@@ -59,12 +60,14 @@ Quick start:
   errand enqueue send-email --jobs ./jobs.js --payload '{"userId": 1}'
   errand worker --jobs ./jobs.js --concurrency emails=2
   errand jobs list --state failed
-  errand stats`,
+  errand stats
+  errand queue pause emails`,
     );
   registerMigrate(program);
   registerWorker(program);
   registerEnqueue(program);
   registerStats(program);
+  registerQueue(program);
   registerJobs(program);
   registerDlq(program);
   registerDemo(program);

@@ -1,5 +1,6 @@
 /**
- * `errand schedule list | add | remove`: schedules kept in the store by hand (source "cli").
+ * `errand schedule list | add | remove | pause | resume | run`: schedules kept in the store by
+ * hand (source "cli"); pause, resume and run work on every schedule, from code or by hand.
  * Schedules defined in code (`errand.schedule(...)`) are listed too; they are replaced at every
  * sync, so remove or change them in code.
  */
@@ -36,6 +37,7 @@ const SCHEDULE_COLUMNS: Column<ScheduleRecord>[] = [
     value: (s) => (s.nextRunAt.getUTCFullYear() >= NEVER_YEAR ? "never" : isoSeconds(s.nextRunAt)),
   },
   { header: "LAST SLOT", value: (s) => isoSeconds(s.lastSlot) },
+  { header: "PAUSED", value: (s) => (s.pausedAt ? `since ${isoSeconds(s.pausedAt)}` : "-") },
   { header: "PAYLOAD", value: (s) => truncate(JSON.stringify(s.payload), 40) },
 ];
 
@@ -52,7 +54,7 @@ interface AddOptions {
 export function registerSchedule(program: Command): void {
   const schedule = program
     .command("schedule")
-    .description("cron schedules: list them, add one by hand, remove one")
+    .description("cron schedules: list, add by hand, remove, pause, resume, run now")
     .addHelpText(
       "after",
       `
@@ -63,7 +65,10 @@ Examples:
   errand schedule list
   errand schedule add nightly-report "0 3 * * *" build-report --jobs ./jobs.js --payload '{"kind":"daily"}'
   errand schedule add standup "0 9 * * 1-5" remind --queue default --timezone Europe/Berlin
-  errand schedule remove nightly-report`,
+  errand schedule remove nightly-report
+  errand schedule pause nightly-report       # fires no slot until resumed
+  errand schedule resume nightly-report      # then follows --missed: the latest missed slot, or all
+  errand schedule run nightly-report         # enqueue its job now; its next slot stays`,
     );
 
   schedule
@@ -129,6 +134,42 @@ Examples:
             `errand: note: "${name}" is defined in code; it is added again when a worker or tick of that code syncs. Remove it from the code.\n`,
           );
         }
+      });
+    });
+
+  registerPauseAndRun(schedule);
+}
+
+function registerPauseAndRun(schedule: Command): void {
+  for (const paused of [true, false]) {
+    schedule
+      .command(paused ? "pause" : "resume")
+      .description(
+        paused
+          ? "pause a schedule: it fires no slot until resumed (every worker and tick obeys)"
+          : "resume a paused schedule: a slot missed meanwhile fires by its missed policy, once",
+      )
+      .argument("<name>", "schedule name")
+      .option("--json", "print the schedule as JSON")
+      .action(async (name: string, opts: { json?: boolean }, cmd: Command) => {
+        await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
+          const row = await errand.setSchedulePaused(name, paused);
+          if (opts.json) printJson(row);
+          else print(`schedule "${name}" ${paused ? "paused" : "resumed"}`);
+        });
+      });
+  }
+
+  schedule
+    .command("run")
+    .description("enqueue a schedule's job now (paused or not); its next slot does not move")
+    .argument("<name>", "schedule name")
+    .option("--json", "print { schedule, jobId, created } as JSON")
+    .action(async (name: string, opts: { json?: boolean }, cmd: Command) => {
+      await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
+        const fired = await errand.runScheduleNow(name);
+        if (opts.json) printJson({ schedule: name, jobId: fired.jobId, created: fired.created });
+        else print(`schedule "${name}": job ${fired.jobId} enqueued`);
       });
     });
 }

@@ -22,7 +22,14 @@ export function registerStats(program: Command): void {
         if (opts.watch === undefined) {
           const stats = await errand.stats();
           if (opts.json) printJson(stats);
-          else print(renderStats(stats));
+          else {
+            print(renderStats(stats));
+            // A paused queue's pending jobs wait for `errand queue resume`: say so under the numbers.
+            for (const p of await errand.pausedQueues())
+              print(
+                `queue "${p.queue}" is paused (since ${isoSeconds(p.pausedAt)}): errand queue resume ${p.queue}`,
+              );
+          }
           return;
         }
         await watchStats(errand, intervalMs, (stats, at) => {

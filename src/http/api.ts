@@ -8,7 +8,11 @@
  *   GET  /api/jobs/:id
  *   POST /api/jobs/:id/retry | cancel | discard
  *   POST /api/dlq/retry | /api/dlq/discard   body {ids:[…]} or {queue?, all:true}
+ *   GET  /api/jobs/:id                    the job, with `waiting`: why a pending one waits
+ *   GET  /api/queues                      every queue: counts, paused (since), live workers
+ *   POST /api/queues/:queue/pause | resume
  *   GET  /api/schedules
+ *   POST /api/schedules/:name/pause | resume | run
  *   GET  /api/workers
  *
  * Every answer is JSON; bad input is a 4xx naming the problem, never a 500. Only the store
@@ -60,7 +64,14 @@ const ENDPOINTS: Endpoint[] = [
   { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/discard$`), handler: discardJob },
   { method: "POST", pattern: /^\/api\/dlq\/retry$/, handler: (r, c) => bulk(r, c, "retry") },
   { method: "POST", pattern: /^\/api\/dlq\/discard$/, handler: (r, c) => bulk(r, c, "discard") },
+  { method: "GET", pattern: /^\/api\/queues$/, handler: listQueues },
+  { method: "POST", pattern: new RegExp(`^/api/queues/${ID}/(pause|resume)$`), handler: pauseQueue },
   { method: "GET", pattern: /^\/api\/schedules$/, handler: listSchedules },
+  {
+    method: "POST",
+    pattern: new RegExp(`^/api/schedules/${ID}/(pause|resume|run)$`),
+    handler: actOnSchedule,
+  },
   { method: "GET", pattern: /^\/api\/workers$/, handler: listWorkers },
 ];
 
@@ -150,11 +161,9 @@ function durationParam(value: string | undefined, fallback: string, what: string
 
 async function getStats(_request: Request, ctx: RouteContext): Promise<Response> {
   query(ctx, []);
-  const [stats, now] = await Promise.all([ctx.errand.stats(), ctx.errand.now()]);
-  // Queues of registered jobs show up even before their first job.
-  const byQueue = new Map(stats.map((s) => [s.queue, s]));
-  for (const queue of ctx.errand.queueNames) if (!byQueue.has(queue)) byQueue.set(queue, emptyStats(queue));
-  const queues = [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+  // Queues of registered jobs show up even before their first job; each says whether it is
+  // paused and how many live workers serve it.
+  const [queues, now] = await Promise.all([ctx.errand.queues(), ctx.errand.now()]);
   const totals = emptyStats("*");
   for (const q of queues) {
     for (const key of Object.keys(totals) as (keyof QueueStats)[]) {
@@ -221,7 +230,8 @@ async function listJobs(_request: Request, ctx: RouteContext): Promise<Response>
 
 async function getJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   query(ctx, []);
-  return jsonResponse(200, await findJob(ctx, id));
+  const job = await findJob(ctx, id);
+  return jsonResponse(200, { ...job, waiting: (await ctx.errand.whyWaiting(job.id)) ?? [] });
 }
 
 async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
@@ -296,6 +306,35 @@ async function listSchedules(_request: Request, ctx: RouteContext): Promise<Resp
   query(ctx, []);
   const [schedules, now] = await Promise.all([ctx.errand.listSchedules(), ctx.errand.now()]);
   return jsonResponse(200, { now, schedules });
+}
+
+async function listQueues(_request: Request, ctx: RouteContext): Promise<Response> {
+  query(ctx, []);
+  const [queues, now] = await Promise.all([ctx.errand.queues(), ctx.errand.now()]);
+  return jsonResponse(200, { now, queues });
+}
+
+/** Any valid queue name may be paused, even one with no jobs yet (queues are implicit). */
+async function pauseQueue(_request: Request, ctx: RouteContext, [raw, action]: string[]): Promise<Response> {
+  query(ctx, []);
+  const queue = checkNameParam(raw, "queue") as string;
+  if (action === "pause") return jsonResponse(200, await ctx.errand.pauseQueue(queue));
+  return jsonResponse(200, { queue, resumed: await ctx.errand.resumeQueue(queue) });
+}
+
+async function actOnSchedule(
+  _request: Request,
+  ctx: RouteContext,
+  [name, action]: string[],
+): Promise<Response> {
+  query(ctx, []);
+  if (!(await ctx.errand.listSchedules()).some((s) => s.name === name))
+    throw new HttpError(404, `no schedule named ${JSON.stringify(name)}`);
+  if (action === "run") {
+    const fired = await ctx.errand.runScheduleNow(name);
+    return jsonResponse(200, { schedule: name, jobId: fired.jobId, created: fired.created });
+  }
+  return jsonResponse(200, { schedule: await ctx.errand.setSchedulePaused(name, action === "pause") });
 }
 
 async function listWorkers(_request: Request, ctx: RouteContext): Promise<Response> {

@@ -4,8 +4,8 @@
  *
  * Two kinds of numbers, and they mean different things:
  *
- * - Gauges read from the store at scrape time (`errand.stats()`, `listWorkers`): jobs by queue
- *   and state, DLQ depth, oldest pending age, live workers. They describe the whole database,
+ * - Gauges read from the store at scrape time (`errand.stats()`, `listWorkers`, `pausedQueues`):
+ *   jobs by queue and state, DLQ depth, oldest pending age, paused queues, live workers. They describe the whole database,
  *   so every process scraping the same store reports the same values (aggregate with max(), not sum()).
  * - Counters and histograms fed by this process's worker events (`completed`, `retrying`,
  *   `failed`, `lost`): they count only what the workers of THIS process did since it started
@@ -64,6 +64,12 @@ function createMetrics(errand: Errand): ErrandMetrics {
   const oldest = new Gauge({
     name: "errand_oldest_pending_age_seconds",
     help: "Age of the oldest due pending job by queue (0 when none is waiting)",
+    labelNames: ["queue"] as const,
+    registers,
+  });
+  const paused = new Gauge({
+    name: "errand_queue_paused",
+    help: "1 while the queue is paused (errand queue pause), else 0",
     labelNames: ["queue"] as const,
     registers,
   });
@@ -129,12 +135,22 @@ function createMetrics(errand: Errand): ErrandMetrics {
 
   let lock: Promise<unknown> = Promise.resolve();
   async function refresh(): Promise<void> {
-    const [stats, live] = await Promise.all([errand.stats(), errand.listWorkers(WORKER_STALE_MS)]);
+    const [stats, live, pauses] = await Promise.all([
+      errand.stats(),
+      errand.listWorkers(WORKER_STALE_MS),
+      errand.pausedQueues(),
+    ]);
     jobs.reset();
     dlq.reset();
     oldest.reset();
-    const queues = new Set([...errand.queueNames, ...stats.map((s) => s.queue)]);
+    paused.reset();
+    const queues = new Set([
+      ...errand.queueNames,
+      ...stats.map((s) => s.queue),
+      ...pauses.map((p) => p.queue),
+    ]);
     for (const queue of queues) {
+      paused.set({ queue }, pauses.some((p) => p.queue === queue) ? 1 : 0);
       const s = stats.find((x) => x.queue === queue);
       for (const state of STATES) jobs.set({ queue, state }, s ? s[state] : 0);
       dlq.set({ queue }, s ? s.failed : 0);

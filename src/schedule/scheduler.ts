@@ -42,6 +42,7 @@ export interface SchedulerHost {
     | "upsertSchedule"
     | "listSchedules"
     | "removeSchedule"
+    | "setSchedulePaused"
   >;
   readonly log: Logger;
   readonly jobNames: string[];
@@ -203,6 +204,36 @@ export class Scheduler {
     return row;
   }
 
+  /**
+   * Pauses or resumes a schedule in the store (every scheduler obeys). A paused schedule does not
+   * fire; resumed, it is due at once if its next slot passed meanwhile and fires by its missed
+   * policy, as after downtime (the latest missed slot, or all of them), each slot once.
+   */
+  async setPaused(name: string, paused: boolean): Promise<ScheduleRecord> {
+    const row = await this.errand.store.setSchedulePaused(name, paused);
+    if (!row) throw await this.unknown(name);
+    return row;
+  }
+
+  /**
+   * Enqueues the schedule's job now, paused or not, with the key `cron:<name>:now:<store time>`
+   * (never a slot's key, so its slots fire as they would have). Its next slot does not move.
+   */
+  async runNow(name: string): Promise<FiredSlot> {
+    const row = (await this.list()).find((s) => s.name === name);
+    if (!row) throw await this.unknown(name);
+    const now = await this.errand.store.now();
+    const [fired] = await this.enqueueSlots(row, [now], (slot) => `cron:${name}:now:${slot.toISOString()}`);
+    return fired;
+  }
+
+  private async unknown(name: string): Promise<ValidationError> {
+    const known = (await this.list()).map((s) => s.name);
+    return new ValidationError(
+      `unknown schedule ${JSON.stringify(name)}; known: ${known.join(", ") || "(no schedules)"}`,
+    );
+  }
+
   private ensureSynced(): Promise<void> {
     if (!this.syncNeeded) return Promise.resolve();
     this.syncing ??= this.sync().finally(() => {
@@ -296,11 +327,16 @@ export class Scheduler {
     return fired;
   }
 
-  private async enqueueSlots(schedule: ScheduleRecord, slots: Date[]): Promise<FiredSlot[]> {
+  /** `keyOf` given (run now): a rejected payload is thrown to the caller instead of logged. */
+  private async enqueueSlots(
+    schedule: ScheduleRecord,
+    slots: Date[],
+    keyOf?: (slot: Date) => string,
+  ): Promise<FiredSlot[]> {
     if (slots.length === 0) return [];
     const items = slots.map((slot) => ({
       payload: schedule.payload,
-      key: slotKey(schedule.name, slot),
+      key: keyOf ? keyOf(slot) : slotKey(schedule.name, slot),
       priority: schedule.priority,
       runAt: slot,
     }));
@@ -326,7 +362,7 @@ export class Scheduler {
         created: r.created,
       }));
     } catch (err) {
-      if (!(err instanceof ValidationError)) throw err;
+      if (!(err instanceof ValidationError) || keyOf) throw err;
       // The stored payload no longer fits the job's schema: retrying every second cannot fix it.
       this.errand.log.error(
         { err, schedule: schedule.name, slots: slots.map((s) => s.toISOString()) },

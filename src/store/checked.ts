@@ -114,6 +114,17 @@ const CHECKS: {
     return [req];
   },
   listWorkers: (staleMs) => [number(staleMs, "listWorkers staleMs", 0)],
+  pauseQueue: (queue) => [string(queue, "pauseQueue queue")],
+  resumeQueue: (queue) => [string(queue, "resumeQueue queue")],
+  isQueuePaused: (queue) => [string(queue, "isQueuePaused queue")],
+  setSchedulePaused: (name, paused) => {
+    if (typeof paused !== "boolean") throw new ValidationError("setSchedulePaused paused must be a boolean");
+    return [string(name, "setSchedulePaused name"), paused];
+  },
+  countJobsAhead: (job, cap) => {
+    object(job, "countJobsAhead job");
+    return [{ ...job, id: jobId(job.id) }, integer(cap, "countJobsAhead cap", 0)];
+  },
 };
 
 /** `store` with every call's arguments checked first (see above). Wrapping twice wraps once. */

@@ -144,9 +144,17 @@ export interface ScheduleRecord {
   lastFiredAt: Date | null;
   lastSlot: Date | null;
   createdAt: Date;
+  /** Set while the schedule is paused (it does not fire); null when it runs. */
+  pausedAt: Date | null;
 }
 
-export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt">;
+export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt">;
+
+/** A paused queue: its claims take nothing until it is resumed (see Store.pauseQueue). */
+export interface QueuePause {
+  queue: string;
+  pausedAt: Date;
+}
 
 export interface WorkerInfo {
   id: string;
@@ -257,6 +265,30 @@ export interface Store {
     nextRunAt: Date;
     lastSlot: Date | null;
   }): Promise<boolean>;
+
+  /**
+   * Pauses a queue for every worker: from the commit on, claimJobs of that queue takes nothing
+   * (jobs already claimed are the worker's to hold back: see worker/pause-window.ts). Pausing a
+   * paused queue keeps its first pausedAt. Any queue name may be paused, even one with no jobs
+   * yet (queues exist implicitly). Answers the pause.
+   */
+  pauseQueue(queue: string): Promise<QueuePause>;
+  /** Lifts a pause and wakes the queue's workers; false when the queue was not paused. */
+  resumeQueue(queue: string): Promise<boolean>;
+  /** Every paused queue, by name. */
+  listPausedQueues(): Promise<QueuePause[]>;
+  /** Whether one queue is paused now: the worker's probe before starting a job claimed a while ago. */
+  isQueuePaused(queue: string): Promise<boolean>;
+  /** Pauses or resumes a schedule (a paused one is never due); the updated row, or null when there is none. */
+  setSchedulePaused(name: string, paused: boolean): Promise<ScheduleRecord | null>;
+  /**
+   * How many due pending jobs of the job's queue come before it in claim order (priority desc,
+   * run_at, id), counted up to `cap` (the answer is at most `cap`). For "why is my job waiting".
+   */
+  countJobsAhead(
+    job: { id: string; queue: string; priority: number; runAt: Date },
+    cap: number,
+  ): Promise<number>;
 
   /** Live workers registry (dashboard). */
   registerWorker(info: Omit<WorkerInfo, "startedAt" | "lastHeartbeatAt">): Promise<void>;

@@ -1,6 +1,7 @@
 import type { Logger } from "../logger.js";
 import type { ClaimedJob, Store } from "../store/types.js";
 import type { ExecutorDeps } from "./executor.js";
+import { StartWindow } from "./pause-window.js";
 
 /** What a producer needs of its worker (Worker is one); tests can stand in a fake. */
 export interface ProducerHost {
@@ -49,6 +50,9 @@ export class Producer {
   private rate = 0;
   private windowStart = performance.now();
   private windowCount = 0;
+  /** Until when buffered jobs may start without asking whether the queue was paused (pause-window.ts). */
+  private readonly startWindow = new StartWindow();
+  private probing = false;
 
   constructor(
     private readonly worker: ProducerHost,
@@ -97,12 +101,56 @@ export class Producer {
     return jobs;
   }
 
-  /** Starts buffered jobs in the free slots (none once the worker is stopping). */
+  /**
+   * Starts buffered jobs in the free slots (none once the worker is stopping), while the start
+   * window is open; past it, asks the store first (pause-window.ts).
+   */
   private dispatch(): void {
     while (this.busy < this.concurrency && this.buffer.length > 0 && !this.worker.isStopping) {
+      if (!this.startWindow.isOpen) {
+        this.probe();
+        return;
+      }
       const job = this.buffer.shift() as ClaimedJob;
       this.track(this.worker.run(job, this));
     }
+  }
+
+  /**
+   * Is the queue paused? No: a new start window, and the buffered jobs start. Yes: they go back
+   * to the queue untouched. A failed probe is tried again by the loop (at the latest after a poll
+   * interval), not at once.
+   */
+  private probe(): void {
+    if (this.probing) return;
+    this.probing = true;
+    const sentAt = performance.now();
+    this.worker.store.isQueuePaused(this.queue).then(
+      (paused) => {
+        this.probing = false;
+        if (!paused) {
+          this.startWindow.confirm(sentAt);
+          this.dispatch();
+        } else if (!this.worker.isStopping) {
+          const held = this.drainBuffer();
+          this.worker.log.info(
+            { queue: this.queue, returned: held.length },
+            "queue paused: claimed jobs given back",
+          );
+          // In flight like a running job: the worker's stop waits for it before the store closes.
+          const giving = returnJobs(held, this.worker.store, this.worker.log);
+          this.inFlight.add(giving);
+          void giving.finally(() => this.inFlight.delete(giving));
+        }
+      },
+      (err) => {
+        this.probing = false;
+        this.worker.log.warn(
+          { err, queue: this.queue },
+          "could not ask whether the queue is paused; asking again",
+        );
+      },
+    );
   }
 
   /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
@@ -158,8 +206,11 @@ export class Producer {
       let claimed: ClaimedJob[];
       const limit = this.worker.reserveClaims(Math.min(room, batchSize));
       if (limit === 0) break; // a bounded run's budget or time is spent
+      const sentAt = performance.now();
       try {
         claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        // Jobs came back: the queue was not paused when the claim ran, after sentAt.
+        if (claimed.length > 0) this.startWindow.confirm(sentAt);
         this.worker.returnClaims(limit - claimed.length);
         failures = 0;
       } catch (err) {
@@ -196,7 +247,7 @@ export class Producer {
       .finally(() => this.inFlight.delete(run));
   }
 
-  /** Sleep until the next delayed job is due, capped by the poll interval. */
+  /** Sleep until the next delayed job is due, capped by the poll interval (the whole interval while paused). */
   private async idleDelay(pollMs: number): Promise<number> {
     if (this.signaled) return 0;
     try {
@@ -205,7 +256,11 @@ export class Producer {
         this.worker.store.now(),
       ]);
       if (!next) return pollMs;
-      return Math.max(0, Math.min(pollMs, next.getTime() - now.getTime() + 1));
+      const untilNext = next.getTime() - now.getTime() + 1;
+      // Due jobs the claim did not take: a paused queue (wait for the resume's wake-up, or the
+      // poll) — without this probe the loop claimed again at once, 58-233 times a second.
+      if (untilNext <= 0 && (await this.worker.store.isQueuePaused(this.queue))) return pollMs;
+      return Math.max(0, Math.min(pollMs, untilNext));
     } catch {
       return pollMs;
     }
@@ -218,7 +273,15 @@ export async function returnBuffered(
   store: Store,
   log: Logger,
 ): Promise<void> {
-  const jobs = producers.flatMap((r) => r.drainBuffer());
+  await returnJobs(
+    producers.flatMap((r) => r.drainBuffer()),
+    store,
+    log,
+  );
+}
+
+/** Claimed-but-unstarted jobs back to pending untouched, tried three times; past that their leases bring them back. */
+async function returnJobs(jobs: ClaimedJob[], store: Store, log: Logger): Promise<void> {
   if (jobs.length === 0) return;
   for (let attempt = 1; ; attempt++) {
     try {

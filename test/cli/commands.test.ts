@@ -270,7 +270,7 @@ describe("bad input: a clear one-line error, the right exit code, nothing stored
       what: "unknown job (lists the known ones)",
       args: ["enqueue", "nope", ...jobs, ...url],
       code: 2,
-      message: /unknown job "nope"; the jobs module defines: crash, echo, fail, nap, tally/,
+      message: /unknown job "nope"; the jobs module defines: crash, echo, fail, nap, stamp, tally/,
     },
     {
       what: "priority not an integer",
@@ -354,7 +354,7 @@ describe("bad input: a clear one-line error, the right exit code, nothing stored
       what: "worker: unknown queue (lists the known ones)",
       args: ["worker", ...jobs, ...url, "--concurrency", "nope=2"],
       code: 2,
-      message: /--concurrency: unknown queue "nope"; the jobs module's queues are: bulk, fast, slow/,
+      message: /--concurrency: unknown queue "nope"; the jobs module's queues are: bulk, fast, paced, slow/,
     },
     {
       what: "worker: unknown --queue",

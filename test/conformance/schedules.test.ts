@@ -13,8 +13,9 @@ eachStore((it) => {
       assert.deepEqual(list.map((x) => x.name).sort(), ["hourly", "nightly"]);
       const got = list.find((x) => x.name === "nightly");
       assert.ok(got);
-      const { lastFiredAt, lastSlot, createdAt, ...rest } = got;
+      const { lastFiredAt, lastSlot, createdAt, pausedAt, ...rest } = got;
       assert.deepEqual(rest, s);
+      assert.equal(pausedAt, null);
       assert.equal(lastFiredAt, null);
       assert.equal(lastSlot, null);
       assert.ok(createdAt instanceof Date);

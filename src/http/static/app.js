@@ -554,8 +554,24 @@ function queuesPanel(stats, throughput) {
   const rows = stats.queues.map((q) =>
     h(
       "tr",
-      { data: { queue: q.queue } },
-      h("td", {}, h("a", { href: `#/jobs${qs({ queue: q.queue })}`, text: q.queue })),
+      { data: { queue: q.queue }, class: q.paused ? "paused" : "" },
+      h(
+        "td",
+        {},
+        h("a", { href: `#/jobs${qs({ queue: q.queue })}`, text: q.queue }),
+        q.paused
+          ? h("span", { class: "chip paused", text: "paused", title: `paused since ${fmtTime(q.pausedAt)}` })
+          : null,
+        // Due jobs and no live worker serving the queue: nothing will run them.
+        q.pending > 0 && q.workers === 0
+          ? h("span", {
+              class: "chip warn",
+              text: "no worker",
+              title: "due jobs wait and no live worker serves this queue",
+              data: { testid: "no-worker" },
+            })
+          : null,
+      ),
       cell(q.pending, "pending"),
       cell(q.delayed, "delayed"),
       cell(q.running, "running"),
@@ -574,6 +590,7 @@ function queuesPanel(stats, throughput) {
         q.failed === 0 ? "0" : h("a", { href: `#/dlq${qs({ queue: q.queue })}`, text: fmtNumber(q.failed) }),
       ),
       h("td", {}, sparkline(throughput, q.queue)),
+      h("td", {}, pauseButton(q)),
     ),
   );
   const columns = [
@@ -588,8 +605,31 @@ function queuesPanel(stats, throughput) {
     { label: "Oldest pending", num: true },
     { label: "DLQ", num: true },
     { label: chartRange === "1h" ? "Last hour" : "Last 24h" },
+    { label: "Control" },
   ];
   return panel("Queues", table(columns, rows, "No queues yet: enqueue a job to see it here."));
+}
+
+/** Pause (no worker starts a job of the queue once it answers) or resume a queue, then redraw. */
+function pauseButton(q) {
+  const action = q.paused ? "resume" : "pause";
+  return h("button", {
+    class: `btn btn-sm ${q.paused ? "btn-primary" : ""}`,
+    type: "button",
+    text: q.paused ? "Resume" : "Pause",
+    attrs: { "aria-label": `${q.paused ? "Resume" : "Pause"} queue ${q.queue}` },
+    data: { action },
+    onclick: async (event) => {
+      event.currentTarget.disabled = true;
+      try {
+        await api(`/queues/${encodeURIComponent(q.queue)}/${action}`, { method: "POST" });
+        toast(q.paused ? `Queue ${q.queue} resumed` : `Queue ${q.queue} paused: running jobs finish`);
+      } catch (err) {
+        toast(err.message, "error");
+      }
+      route();
+    },
+  });
 }
 
 // ---------------------------------------------------------------- job list
@@ -845,6 +885,18 @@ async function renderJob(id, isCurrent) {
     job.cancelRequested ? detail("Cancel", "requested") : null,
   );
   main.append(panel("Details", h("div", { class: "panel-body" }, details)));
+
+  // Why a pending job waits (queue paused, not due yet, no worker, jobs ahead of it).
+  if (job.state === "pending" && job.waiting?.length > 0) {
+    main.append(
+      h(
+        "div",
+        { class: "notice", data: { testid: "waiting" } },
+        h("strong", { text: "Waiting: " }),
+        job.waiting.map((r) => r.message).join("; "),
+      ),
+    );
+  }
 
   if (job.progress) {
     const pct = Math.round(job.progress.fraction * 100);
@@ -1169,7 +1221,20 @@ async function renderSchedules(_params, isCurrent) {
         sc.lastSlot ? h("div", { class: "muted", text: `slot ${fmtTime(sc.lastSlot)}` }) : null,
       ),
       h("td", { text: sc.missed === "all" ? "fire all" : "latest only" }),
-      h("td", {}, h("span", { class: "chip", text: sc.source })),
+      h(
+        "td",
+        {},
+        h("span", { class: "chip", text: sc.source }),
+        sc.pausedAt
+          ? h("span", { class: "chip paused", text: "paused", title: `paused since ${fmtTime(sc.pausedAt)}` })
+          : null,
+      ),
+      h(
+        "td",
+        { class: "row-actions" },
+        scheduleButton(sc, sc.pausedAt ? "resume" : "pause"),
+        scheduleButton(sc, "run"),
+      ),
     ),
   );
   const columns = [
@@ -1182,6 +1247,7 @@ async function renderSchedules(_params, isCurrent) {
     { label: "Last fired" },
     { label: "Missed slots" },
     { label: "Source" },
+    { label: "Control" },
   ];
   main.append(
     pageHead(
@@ -1194,6 +1260,34 @@ async function renderSchedules(_params, isCurrent) {
       table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`."),
     ),
   );
+}
+
+const SCHEDULE_ACTIONS = {
+  pause: { label: "Pause", done: (n) => `Schedule ${n} paused: it fires no slot until resumed` },
+  resume: { label: "Resume", done: (n) => `Schedule ${n} resumed` },
+  run: { label: "Run now", done: (n, r) => `Schedule ${n}: job #${r.jobId} enqueued` },
+};
+
+/** Pause, resume or run a schedule now, then redraw. */
+function scheduleButton(sc, action) {
+  const { label, done } = SCHEDULE_ACTIONS[action];
+  return h("button", {
+    class: `btn btn-sm ${action === "resume" ? "btn-primary" : ""}`,
+    type: "button",
+    text: label,
+    attrs: { "aria-label": `${label} schedule ${sc.name}` },
+    data: { action },
+    onclick: async (event) => {
+      event.currentTarget.disabled = true;
+      try {
+        const answer = await api(`/schedules/${encodeURIComponent(sc.name)}/${action}`, { method: "POST" });
+        toast(done(sc.name, answer));
+      } catch (err) {
+        toast(err.message, "error");
+      }
+      route();
+    },
+  });
 }
 
 async function renderWorkers(_params, isCurrent) {

@@ -39,12 +39,19 @@ export interface MemoryStoreOptions {
   clock?: () => number;
 }
 
+/** Claim order: priority desc, then run_at, then insertion order. */
+function claimOrder(
+  a: { priority: number; runAt: Date; seq: number },
+  b: { priority: number; runAt: Date; seq: number },
+) {
+  return b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq;
+}
+
 /** The ledger, schedules and worker registry are inherited from MemoryRegistry (./registry.ts). */
 export class MemoryStore extends MemoryRegistry implements Store {
   readonly kind = "memory" as const;
   private readonly jobs = new Map<string, Row>();
   private readonly byKey = new Map<string, string>();
-  private readonly listeners = new Set<(queue: string | null) => void>();
   private seq = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -93,15 +100,6 @@ export class MemoryStore extends MemoryRegistry implements Store {
     }
     for (const queue of createdQueues) this.notify(queue);
     return results;
-  }
-
-  private notify(queue: string | null): void {
-    for (const listener of this.listeners) queueMicrotask(() => listener(queue));
-  }
-
-  onJobsAvailable(listener: (queue: string | null) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -181,9 +179,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
     leaseMs: number;
   }): Promise<ClaimedJob[]> {
     const now = this.clock();
+    if (this.pausedQueues.has(req.queue)) return [];
     const due = [...this.jobs.values()]
       .filter((r) => r.queue === req.queue && r.state === "pending" && r.runAt.getTime() <= now)
-      .sort((a, b) => b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq)
+      .sort(claimOrder)
       .slice(0, Math.max(0, req.limit));
     return due.map((r) => {
       r.state = "running";
@@ -321,6 +320,22 @@ export class MemoryStore extends MemoryRegistry implements Store {
       if (row.state === "pending") this.notify(row.queue);
     }
     return rescued;
+  }
+
+  async countJobsAhead(
+    job: { id: string; queue: string; priority: number; runAt: Date },
+    cap: number,
+  ): Promise<number> {
+    const now = this.clock();
+    const self = this.jobs.get(String(job.id));
+    const me = { priority: job.priority, runAt: job.runAt, seq: self?.seq ?? Number.POSITIVE_INFINITY };
+    let ahead = 0;
+    for (const r of this.jobs.values()) {
+      if (ahead >= cap) break;
+      const due = r.queue === job.queue && r.state === "pending" && r.runAt.getTime() <= now;
+      if (due && r !== self && claimOrder(r, me) < 0) ahead++;
+    }
+    return ahead;
   }
 
   async nextRunAt(queues: string[]): Promise<Date | null> {

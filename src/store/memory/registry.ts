@@ -1,8 +1,9 @@
 /**
- * The memory store's registry: the idempotency ledger, the schedules and the worker
- * registry. None of it touches the jobs table, so MemoryStore (./index.ts) inherits it.
+ * The memory store's registry: the idempotency ledger, the schedules, the paused queues, the
+ * worker registry and the wake-up listeners. None of it touches the jobs table, so MemoryStore
+ * (./index.ts) inherits it.
  */
-import type { ScheduleInput, ScheduleRecord, WorkerInfo } from "../types.js";
+import type { QueuePause, ScheduleInput, ScheduleRecord, WorkerInfo } from "../types.js";
 
 export const clone = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
 
@@ -11,9 +12,46 @@ export class MemoryRegistry {
   private readonly ledger = new Map<string, { jobId: string; value: unknown }>();
   private readonly schedules = new Map<string, ScheduleRecord>();
   private readonly workers = new Map<string, WorkerInfo>();
+  /** Paused queues and since when (claimJobs takes nothing from them). */
+  protected readonly pausedQueues = new Map<string, Date>();
+  protected readonly listeners = new Set<(queue: string | null) => void>();
 
   constructor(clock: () => number) {
     this.clock = clock;
+  }
+
+  protected notify(queue: string | null): void {
+    for (const listener of this.listeners) queueMicrotask(() => listener(queue));
+  }
+
+  onJobsAvailable(listener: (queue: string | null) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async pauseQueue(queue: string): Promise<QueuePause> {
+    let pausedAt = this.pausedQueues.get(queue);
+    if (!pausedAt) {
+      pausedAt = new Date(this.clock());
+      this.pausedQueues.set(queue, pausedAt);
+    }
+    return { queue, pausedAt: new Date(pausedAt) };
+  }
+
+  async resumeQueue(queue: string): Promise<boolean> {
+    const was = this.pausedQueues.delete(queue);
+    if (was) this.notify(queue);
+    return was;
+  }
+
+  async listPausedQueues(): Promise<QueuePause[]> {
+    return [...this.pausedQueues]
+      .map(([queue, pausedAt]) => ({ queue, pausedAt: new Date(pausedAt) }))
+      .sort((a, b) => a.queue.localeCompare(b.queue));
+  }
+
+  async isQueuePaused(queue: string): Promise<boolean> {
+    return this.pausedQueues.has(queue);
   }
 
   async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
@@ -42,7 +80,16 @@ export class MemoryRegistry {
       lastFiredAt: existing?.lastFiredAt ?? null,
       lastSlot: existing?.lastSlot ?? null,
       createdAt: existing?.createdAt ?? new Date(this.clock()),
+      pausedAt: existing?.pausedAt ?? null,
     });
+  }
+
+  async setSchedulePaused(name: string, paused: boolean): Promise<ScheduleRecord | null> {
+    const s = this.schedules.get(name);
+    if (!s) return null;
+    if (!paused) s.pausedAt = null;
+    else s.pausedAt ??= new Date(this.clock());
+    return clone(s);
   }
 
   async removeSchedule(name: string): Promise<boolean> {
@@ -55,7 +102,7 @@ export class MemoryRegistry {
 
   async dueSchedules(): Promise<ScheduleRecord[]> {
     const now = this.clock();
-    return (await this.listSchedules()).filter((s) => s.nextRunAt.getTime() <= now);
+    return (await this.listSchedules()).filter((s) => s.pausedAt === null && s.nextRunAt.getTime() <= now);
   }
 
   async advanceSchedule(req: {

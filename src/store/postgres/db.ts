@@ -29,6 +29,7 @@ const PREPARED = new Set<QueryName>([
   "INSERT_JOBS",
   "SELECT_JOB",
   "CLAIM_JOBS",
+  "QUEUE_IS_PAUSED",
   "EXTEND_LEASES",
   "FINISH_JOBS",
   "LOCK_HELD_JOB",

@@ -249,6 +249,22 @@ ALTER TABLE {{schema}}.job_count_deltas SET (autovacuum_vacuum_cost_delay = 0);
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS completed_by text;
 `,
   },
+  {
+    version: 4,
+    name: "paused queues and schedules",
+    // CLAIM_JOBS reads paused_queues by its key (an uncorrelated NOT EXISTS: an InitPlan run once
+    // per claim, then a One-Time Filter) — a table that holds a row per paused queue only. A
+    // schedule's pause is a column: a paused schedule is never due (DUE_SCHEDULES). Nullable,
+    // no default: nothing is rewritten. An older errand ignores both (it would go on claiming
+    // from a paused queue during a rolling deploy).
+    sql: `
+CREATE TABLE IF NOT EXISTS {{schema}}.paused_queues (
+  queue     text        PRIMARY KEY,
+  paused_at timestamptz NOT NULL
+);
+ALTER TABLE {{schema}}.schedules ADD COLUMN IF NOT EXISTS paused_at timestamptz;
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -41,6 +41,7 @@ export * from "./sql/counts.js";
 export { NOW } from "./sql/fragments.js";
 export * from "./sql/jobs.js";
 export * from "./sql/leases.js";
+export * from "./sql/pauses.js";
 export * from "./sql/registry.js";
 
 // ── schema names and channels ─────────────────────────────────────────────────────────────

@@ -74,6 +74,7 @@ export function toSchedule(r: Row): ScheduleRecord {
     lastFiredAt: toDateOrNull(r.last_fired_at),
     lastSlot: toDateOrNull(r.last_slot),
     createdAt: toDate(r.created_at),
+    pausedAt: toDateOrNull(r.paused_at),
   };
 }
 

@@ -34,6 +34,7 @@ import type {
   LeaseStatus,
   NewJob,
   Outcome,
+  QueuePause,
   QueueStats,
   RescuedJob,
   ScheduleInput,
@@ -60,6 +61,7 @@ import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrate.js";
 import { Notifier } from "./notifier.js";
+import * as pauses from "./pauses.js";
 import * as Q from "./queries.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
@@ -315,6 +317,32 @@ export class PostgresStore implements Store {
 
   ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
     return ledgerPut(this.db, this.txClient, key, jobId, value);
+  }
+
+  // ── pauses (pauses.ts) ────────────────────────────────────────────────────────────────
+
+  pauseQueue(queue: string): Promise<QueuePause> {
+    return pauses.pauseQueue(this.db, queue);
+  }
+
+  resumeQueue(queue: string): Promise<boolean> {
+    return pauses.resumeQueue(this.db, this.notifier, queue);
+  }
+
+  listPausedQueues(): Promise<QueuePause[]> {
+    return pauses.listPausedQueues(this.db);
+  }
+
+  isQueuePaused(queue: string): Promise<boolean> {
+    return pauses.isQueuePaused(this.db, queue);
+  }
+
+  setSchedulePaused(name: string, paused: boolean): Promise<ScheduleRecord | null> {
+    return pauses.setSchedulePaused(this.db, name, paused);
+  }
+
+  countJobsAhead(job: { id: string; queue: string }, cap: number): Promise<number> {
+    return pauses.countJobsAhead(this.db, job, cap);
   }
 
   // ── schedules ───────────────────────────────────────────────────────────────────────────

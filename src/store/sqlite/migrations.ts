@@ -118,6 +118,20 @@ CREATE TABLE errand_workers (
 ALTER TABLE errand_jobs ADD COLUMN completed_by TEXT;
 `,
   },
+  {
+    version: 3,
+    name: "paused queues and schedules",
+    // A claim reads errand_paused_queues by its key inside its transaction (workers.ts): one
+    // B-tree probe of a table that holds a row per paused queue only. A schedule's pause is a
+    // column: a paused schedule is never due (SCHEDULE_DUE). Nullable, no default: nothing rewritten.
+    sql: `
+CREATE TABLE errand_paused_queues (
+  queue     TEXT    PRIMARY KEY,
+  paused_at INTEGER NOT NULL
+) WITHOUT ROWID;
+ALTER TABLE errand_schedules ADD COLUMN paused_at INTEGER;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

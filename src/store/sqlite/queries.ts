@@ -311,7 +311,7 @@ export const SCHEDULE_DELETE = "DELETE FROM errand_schedules WHERE name = ?";
 
 export const SCHEDULE_LIST = "SELECT * FROM errand_schedules";
 
-export const SCHEDULE_DUE = `SELECT * FROM errand_schedules WHERE next_run_at <= ${NOW}`;
+export const SCHEDULE_DUE = `SELECT * FROM errand_schedules WHERE next_run_at <= ${NOW} AND paused_at IS NULL`;
 
 /** Compare-and-set on next_run_at: only one of several schedulers moves a schedule on. */
 export const SCHEDULE_ADVANCE = `

@@ -61,6 +61,7 @@ export interface ScheduleRow {
   last_fired_at: number | null;
   last_slot: number | null;
   created_at: number;
+  paused_at: number | null;
 }
 
 export interface WorkerRow {
@@ -159,6 +160,7 @@ export function scheduleFromRow(row: ScheduleRow): ScheduleRecord {
     lastFiredAt: date(row.last_fired_at),
     lastSlot: date(row.last_slot),
     createdAt: new Date(row.created_at),
+    pausedAt: date(row.paused_at ?? null),
   };
 }
 

@@ -34,6 +34,7 @@ import type {
   LeaseStatus,
   NewJob,
   Outcome,
+  QueuePause,
   QueueStats,
   RescuedJob,
   ScheduleInput,
@@ -50,6 +51,7 @@ import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrations.js";
 import { Notifier, type NotifierOptions } from "./notifier.js";
+import * as pauses from "./pauses.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
 import * as upkeep from "./upkeep.js";
@@ -266,6 +268,40 @@ export class SqliteStore implements Store {
     lastSlot: Date | null;
   }): Promise<boolean> {
     return this.c.run(() => schedules.advanceSchedule(this.c, req));
+  }
+
+  // ── pauses (pauses.ts) ───────────────────────────────────────────────────────────────────
+
+  pauseQueue(queue: string): Promise<QueuePause> {
+    return this.c.run(() => pauses.pauseQueue(this.c, queue));
+  }
+
+  /** Wakes the queue's workers here and (through the commit watch) in other processes. */
+  resumeQueue(queue: string): Promise<boolean> {
+    return this.c.run(() => {
+      const resumed = pauses.resumeQueue(this.c, queue);
+      if (resumed) this.notifier.notify(queue);
+      return resumed;
+    });
+  }
+
+  listPausedQueues(): Promise<QueuePause[]> {
+    return this.c.run(() => pauses.listPausedQueues(this.c));
+  }
+
+  isQueuePaused(queue: string): Promise<boolean> {
+    return this.c.run(() => pauses.isQueuePaused(this.c, queue));
+  }
+
+  setSchedulePaused(name: string, paused: boolean): Promise<ScheduleRecord | null> {
+    return this.c.run(() => pauses.setSchedulePaused(this.c, name, paused));
+  }
+
+  countJobsAhead(
+    job: { id: string; queue: string; priority: number; runAt: Date },
+    cap: number,
+  ): Promise<number> {
+    return this.c.run(() => pauses.countJobsAhead(this.c, job, cap));
   }
 
   // ── workers registry ─────────────────────────────────────────────────────────────────────

@@ -4,7 +4,7 @@ import { ms, NOW } from "./fragments.js";
 // ── schedules ─────────────────────────────────────────────────────────────────────────────
 
 const SCHEDULE_COLUMNS = `name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at,
-  last_fired_at, last_slot, created_at`;
+  last_fired_at, last_slot, created_at, paused_at`;
 
 /**
  * Upserts schedules from a JSON array ($1). An existing schedule whose cron and time zone are
@@ -33,7 +33,7 @@ export const REMOVE_SCHEDULE = "DELETE FROM {{schema}}.schedules WHERE name = $1
 
 export const LIST_SCHEDULES = `SELECT ${SCHEDULE_COLUMNS} FROM {{schema}}.schedules`;
 
-export const DUE_SCHEDULES = `SELECT ${SCHEDULE_COLUMNS} FROM {{schema}}.schedules WHERE next_run_at <= ${NOW}`;
+export const DUE_SCHEDULES = `SELECT ${SCHEDULE_COLUMNS} FROM {{schema}}.schedules WHERE next_run_at <= ${NOW} AND paused_at IS NULL`;
 
 /**
  * Compare-and-set: only the scheduler that read next_run_at = $2 moves it to $3 (ms precision, as

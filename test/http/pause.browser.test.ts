@@ -1,0 +1,143 @@
+/**
+ * Pausing from the dashboard in headless Chromium (as dashboard.browser.test.ts: playwright-core
+ * and Debian's chromium package; skipped locally without it, a failure when CI=true): pause a
+ * queue with its button and see no job start, see a job page say why it waits and the queue
+ * flagged for having due jobs and no worker, resume and see the backlog drain; pause, resume
+ * and run a schedule.
+ */
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { z } from "zod";
+import { createFetchHandler } from "../../src/http/app.js";
+import { toNodeHandler } from "../../src/http/node.js";
+import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
+import { defs, TOKEN } from "./helpers.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI === "true") {
+  throw new Error(
+    `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH`,
+  );
+}
+const skip = available ? false : `Chromium not found at ${CHROMIUM} (apt-get install -y chromium)`;
+
+const started: string[] = [];
+const mail = defineJob({
+  name: "mail",
+  queue: "mail",
+  schema: z.object({ n: z.number() }),
+  async run(payload) {
+    started.push(String(payload.n));
+  },
+});
+
+describe("pausing from the dashboard in Chromium", { skip }, () => {
+  let errand: Errand;
+  let server: Server;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    errand = await openErrand({ url: "memory:", jobs: defs(mail), logger: silentLogger() });
+    await errand.addSchedule({
+      name: "digest",
+      cron: "0 3 * * *",
+      jobName: "mail",
+      queue: "mail",
+      payload: { n: 99 },
+    });
+    server = createServer(toNodeHandler(createFetchHandler(errand, { dashboardToken: TOKEN })));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+    page.on("console", (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) pageErrors.push(msg.text());
+    });
+    page.on("pageerror", (err) => pageErrors.push(`page error: ${err.message}`));
+    await page.goto(`${base}/`);
+    await page.fill("#token", TOKEN);
+    await page.click("button[type=submit]");
+    await page.waitForURL(`${base}/`);
+  });
+
+  after(async () => {
+    await browser?.close();
+    if (server) await new Promise((r) => server.close(r));
+    await errand?.close();
+  });
+
+  test("pause a queue, see why a job waits and that no worker serves it, resume it and see it drain", async () => {
+    const row = page.locator("tr[data-queue=mail]");
+    await row.waitFor();
+    await row.locator("button[data-action=pause]").click();
+    await page.waitForSelector(".toast >> text=Queue mail paused");
+    await row.locator(".chip.paused").waitFor();
+    assert.deepEqual(
+      (await errand.pausedQueues()).map((p) => p.queue),
+      ["mail"],
+    );
+
+    const job = await errand.enqueue(mail, { n: 1 });
+    await page.goto(`${base}/#/jobs/${job.id}`);
+    const waiting = page.locator("[data-testid=waiting]");
+    await waiting.waitFor();
+    assert.match((await waiting.textContent()) ?? "", /queue "mail" is paused/);
+    assert.match((await waiting.textContent()) ?? "", /no live worker serves queue "mail"/);
+
+    await page.goto(`${base}/`);
+    await row.locator("[data-testid=no-worker]").waitFor();
+
+    const worker = errand.work(["mail"], { pollInterval: 20 });
+    try {
+      // The worker runs and claims nothing while the queue is paused.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(started.length, 0, "nothing started while paused");
+      await page.reload();
+      await row.locator("button[data-action=resume]").click();
+      await page.waitForSelector(".toast >> text=Queue mail resumed");
+      const deadline = Date.now() + 10_000;
+      while (!started.includes("1") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(started, ["1"], "the job ran once the queue was resumed");
+      await row.locator("button[data-action=pause]").waitFor();
+      assert.equal(await row.locator(".chip.paused").count(), 0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test("pause, resume and run a schedule", async () => {
+    await page.click("nav a[data-view=schedules]");
+    const row = page.locator("tr[data-schedule=digest]");
+    await row.waitFor();
+    await row.locator("button[data-action=pause]").click();
+    await page.waitForSelector(".toast >> text=Schedule digest paused");
+    await row.locator(".chip.paused").waitFor();
+    assert.ok((await errand.listSchedules())[0].pausedAt);
+
+    await row.locator("button[data-action=run]").click();
+    await page.waitForSelector(".toast >> text=/job #\\d+ enqueued/");
+    const { jobs } = await errand.listJobs({ queue: "mail", state: "pending" });
+    assert.equal(jobs.length, 1);
+    assert.deepEqual(jobs[0].payload, { n: 99 });
+
+    await row.locator("button[data-action=resume]").click();
+    await page.waitForSelector(".toast >> text=Schedule digest resumed");
+    await row.locator("button[data-action=pause]").waitFor();
+    assert.equal((await errand.listSchedules())[0].pausedAt, null);
+  });
+
+  test("no page broke its own Content-Security-Policy or threw", () => {
+    assert.deepEqual(pageErrors, []);
+  });
+});
