@@ -7,8 +7,12 @@
  * Like the bench, it runs the compiled package (dist/): `npm run build` first.
  *
  *   npm run build && node --import tsx bench/one-worker.ts [sqlite|postgres] [jobs] [concurrency] [batchSize] [readAhead]
+ *
+ * BENCH_PROFILE=FILE.cpuprofile profiles the timed phase only (no module loading, no enqueue):
+ * summarise it with `node --import tsx bench/profile-summary.ts FILE.cpuprofile`.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -45,6 +49,13 @@ let peak = 0;
 const sampler = setInterval(() => {
   peak = Math.max(peak, process.memoryUsage().rss);
 }, 50);
+const profileTo = process.env.BENCH_PROFILE;
+const session = profileTo ? new Session() : undefined;
+if (session) {
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+}
 const cpu0 = process.cpuUsage();
 const t0 = Date.now();
 const worker = errand.work(
@@ -52,13 +63,20 @@ const worker = errand.work(
   {
     ...(batchSize ? { batchSize: Number(batchSize) } : {}),
     // A number is milliseconds ("0" turns read-ahead off); otherwise a duration like "100ms".
-    ...(readAhead ? { readAhead: /^\d+$/.test(readAhead) ? Number(readAhead) : (readAhead as `${number}ms`) } : {}),
+    ...(readAhead
+      ? { readAhead: /^\d+$/.test(readAhead) ? Number(readAhead) : (readAhead as `${number}ms`) }
+      : {}),
   },
 );
 await done;
 await worker.stop(); // every outcome written
 const ms = Date.now() - t0;
 const cpu = process.cpuUsage(cpu0);
+if (session && profileTo) {
+  const { profile } = await session.post("Profiler.stop");
+  writeFileSync(profileTo, JSON.stringify(profile));
+  session.disconnect();
+}
 const completed = (await errand.stats()).find((q) => q.queue === "q")?.completed;
 if (completed !== N) throw new Error(`expected ${N} completed jobs, the store says ${completed}`);
 clearInterval(sampler);

@@ -163,11 +163,15 @@ function checkResult(result: unknown, limit: number): void {
   storableJson(result, limit, "result");
 }
 
-/** Runs one claimed job to an outcome. Never throws: every failure becomes an outcome. */
-export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
-  try {
-    return await execute(active, deps);
-  } catch (err) {
+/**
+ * Runs one claimed job to an outcome. Never throws: every failure becomes an outcome.
+ *
+ * Written to make few promises: a worker runs thousands of jobs a second, and every promise costs
+ * more once AsyncLocalStorage is on (crash.ts); one `.catch` here, and no wait at all for a
+ * handler that returns synchronously (bench/NOTES.md finding 13: 16 promises per no-op job before).
+ */
+export function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
+  return execute(active, deps).catch((err: unknown) => {
     // Only a fault in errand's own error handling gets here (a classify hook that throws, a
     // logger that cannot serialise what it was given): the job still gets an outcome, so its
     // slot is freed and it is retried or failed like any error.
@@ -177,7 +181,7 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
     if (active.completedInTransaction) return { outcome: null };
     const def = deps.findJob(active.claimed.name);
     return { outcome: failureOutcome(base, active.claimed, error, "unknown", def, undefined), error };
-  }
+  });
 }
 
 async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
@@ -213,14 +217,17 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
     // The wait ends when the handler settles or the job is aborted, whichever comes first: a
     // handler that ignores its signal and hangs must not hold the slot. A handler that rejects
     // after that is handled here too (never an unhandled rejection).
-    const result = await new Promise<unknown>((resolve, reject) => {
-      if (active.abortReason) return reject(active.abortReason);
-      active.onAbort = reject;
-      const returned: unknown = def.run(payload, active);
-      if (typeof (returned as PromiseLike<unknown> | null)?.then === "function") {
-        (returned as PromiseLike<unknown>).then(resolve, reject);
-      } else resolve(returned);
-    });
+    // A handler that returns synchronously (or throws) is not waited for at all.
+    if (active.abortReason) throw active.abortReason;
+    let result: unknown = def.run(payload, active);
+    if (typeof (result as PromiseLike<unknown> | null)?.then === "function") {
+      const returned = result as PromiseLike<unknown>;
+      result = await new Promise<unknown>((resolve, reject) => {
+        if (active.abortReason) return reject(active.abortReason);
+        active.onAbort = reject;
+        returned.then(resolve, reject);
+      });
+    }
     if (active.completedInTransaction) return { outcome: null, result };
     checkResult(result, deps.payloadLimit);
     if (debug) active.log.debug("job completed");
