@@ -96,8 +96,43 @@ export async function finishJobs(
     if (isJobId(o.id) && Number.isInteger(o.leaseToken) && !chosen.has(pair)) chosen.set(pair, i);
   });
   if (chosen.size === 0) return outcomes.map(() => false);
-  const batch = [...chosen.values()].map((i) => outcomes[i]).sort((a, b) => compareIds(a.id, b.id));
-  const values = [
+  const batch = [...chosen.values()]
+    .map((i) => outcomes[i] as Outcome)
+    .sort((a, b) => compareIds(a.id, b.id));
+  const wasListening = notifier.isListening;
+  const { rows } = await (batch.every(isPlainCompletion)
+    ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
+    : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+  const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
+  return outcomes.map(
+    (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
+  );
+}
+
+/** A completion FINISH_COMPLETED can write: no error fields, a worker to rebuild its history entry from. */
+function isPlainCompletion(o: Outcome): boolean {
+  return o.kind === "completed" && !o.error && typeof o.worker === "string";
+}
+
+/** FINISH_COMPLETED's arrays. */
+function completionValues(batch: Outcome[]): unknown[] {
+  const ids: string[] = [];
+  const tokens: number[] = [];
+  const results: string[] = [];
+  const workers: string[] = [];
+  for (const o of batch) {
+    ids.push(o.id);
+    tokens.push(o.leaseToken);
+    results.push(serialize(o.result ?? null, `result of job ${o.id}`));
+    workers.push(o.worker as string);
+  }
+  return [ids, tokens, results, workers];
+}
+
+/** FINISH_JOBS's arrays. */
+function outcomeValues(batch: Outcome[]): unknown[] {
+  return [
     batch.map((o) => o.id),
     batch.map((o) => o.leaseToken),
     batch.map((o) => o.kind),
@@ -108,13 +143,6 @@ export async function finishJobs(
     batch.map((o) => (o.error?.stack ? String(o.error.stack) : null)),
     batch.map((o) => (o.error ? o.error.kind : null)),
   ];
-  const wasListening = notifier.isListening;
-  const { rows } = await db.run("FINISH_JOBS", values, on, true);
-  const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
-  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
-  return outcomes.map(
-    (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
-  );
 }
 
 /**
