@@ -39,9 +39,9 @@ export function attributeCrashes(): () => void {
   };
 }
 
-/** Runs `fn` in the scope of job `id` when crashes are attributed, else just runs it. */
-export function inJobScope<T>(id: string, fn: () => T): T {
-  return wanted > 0 ? jobScope.run(id, fn) : fn();
+/** Runs `fn(a, b)` in the scope of job `id` when crashes are attributed, else just runs it. */
+export function inJobScope<A, B, T>(id: string, fn: (a: A, b: B) => T, a: A, b: B): T {
+  return wanted > 0 ? jobScope.run(id, fn, a, b) : fn(a, b);
 }
 
 /** The job whose handler started the code running now; undefined outside any handler. */

@@ -84,9 +84,36 @@ export class ActiveJob implements JobContext {
     return this.childLog;
   }
 
-  // Methods as bound properties: handlers may destructure them (`{ once, progress }`).
+  // Methods handlers may destructure (`const { once, progress } = ctx`): bound on first use. As
+  // arrow-function fields they were four closures made for every job, used by few.
+  private onceFn: JobContext["once"] | undefined = undefined;
+  private progressFn: JobContext["progress"] | undefined = undefined;
+  private snoozeFn: JobContext["snooze"] | undefined = undefined;
+  private completeFn: JobContext["completeInTransaction"] | undefined = undefined;
 
-  readonly once = async <T>(key: string, fn: () => Promise<T> | T): Promise<T> => {
+  get once(): JobContext["once"] {
+    this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T) => this.runOnce(key, fn);
+    return this.onceFn;
+  }
+
+  get progress(): JobContext["progress"] {
+    this.progressFn ??= (fraction: number, message?: string) => this.reportProgress(fraction, message);
+    return this.progressFn;
+  }
+
+  get snooze(): JobContext["snooze"] {
+    this.snoozeFn ??= (delay: Duration): never => {
+      throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
+    };
+    return this.snoozeFn;
+  }
+
+  get completeInTransaction(): JobContext["completeInTransaction"] {
+    this.completeFn ??= <T>(fn: (tx: TxHandle) => Promise<T> | T) => this.completeIn(fn);
+    return this.completeFn;
+  }
+
+  private async runOnce<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
     if (typeof key !== "string" || key.length === 0)
       throw new TypeError("ctx.once needs a non-empty string key");
     const seen = await this.deps.store.ledgerGet(key);
@@ -101,9 +128,9 @@ export class ActiveJob implements JobContext {
       storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
     await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
     return value;
-  };
+  }
 
-  readonly progress = async (fraction: number, message?: string): Promise<void> => {
+  private async reportProgress(fraction: number, message?: string): Promise<void> {
     if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
       throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
     }
@@ -112,13 +139,9 @@ export class ActiveJob implements JobContext {
       this.lease,
       message === undefined ? { fraction } : { fraction, message },
     );
-  };
+  }
 
-  readonly snooze = (delay: Duration): never => {
-    throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
-  };
-
-  readonly completeInTransaction = async <T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> => {
+  private async completeIn<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
     const limit = this.deps.payloadLimit;
     // A result no store can hold rolls the transaction back and fails the job, on every store.
     const checked = async (tx: TxHandle): Promise<T> => {
@@ -135,7 +158,7 @@ export class ActiveJob implements JobContext {
     }
     this.completedInTransaction = true;
     return done.value as T;
-  };
+  }
 }
 
 export interface ExecutorDeps {

@@ -40,7 +40,7 @@ export class RunningJobs {
     this.deps.started(claimed);
     try {
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await inJobScope(claimed.id, () => executeJob(active, producer.executor));
+      const execution = await inJobScope(claimed.id, executeJob, active, producer.executor);
       const crash = this.crashCharged.get(claimed.id);
       if (crash && execution.outcome?.kind === "released") {
         execution.outcome = crashedOutcome(
