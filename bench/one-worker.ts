@@ -9,6 +9,8 @@
  *
  *   npm run build && node --import tsx bench/one-worker.ts [sqlite|postgres] [jobs] [concurrency] [batchSize] [readAhead]
  *
+ * BENCH_CRASH_SCOPE=1 runs each job in its crash-attribution scope, as under `errand worker` or
+ * runUntilSignal (src/worker/crash.ts); without it, as `errand.work()` alone.
  * BENCH_PROFILE=FILE.cpuprofile profiles the timed phase only (no module loading, no enqueue):
  * summarise it with `node --import tsx bench/profile-summary.ts FILE.cpuprofile`.
  */
@@ -40,6 +42,7 @@ const noop = defineJob({
     if (++ran === N) allRan();
   },
 });
+if (process.env.BENCH_CRASH_SCOPE === "1") (await import("../dist/worker/crash.js")).attributeCrashes();
 const url = kind === "postgres" ? PG_URL : join(mkdtempSync(join(tmpdir(), "errand-one-worker-")), "e.db");
 const errand = await openErrand({ url, schema, jobs: [noop], logger: silentLogger() });
 for (let i = 0; i < N; i += 5000)
