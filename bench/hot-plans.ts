@@ -38,6 +38,9 @@ if (state === "analyzed") {
 }
 // NO_TRIGGERS=1 (diagnosis only: stats() is wrong afterwards): what the count triggers cost.
 if (process.env.NO_TRIGGERS === "1") await client.query(`ALTER TABLE "${schema}".jobs DISABLE TRIGGER USER`);
+// DROP_INDEXES=a,b (diagnosis only: the queries those indexes serve get slow): what each costs the loop.
+for (const index of (process.env.DROP_INDEXES ?? "").split(",").filter(Boolean))
+  await client.query(`DROP INDEX "${schema}".${index}`);
 await client.query("CHECKPOINT").catch(() => {}); // full-page writes after a checkpoint: the same for both states
 const claimSql = Q.bindSchema(Q.CLAIM_JOBS, schema);
 const alternate = process.env.FINISH === "alternate";
