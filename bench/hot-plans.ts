@@ -9,6 +9,10 @@
  * and its plan's shape whenever that changes.
  *
  *   node --import tsx bench/hot-plans.ts [fresh|analyzed] [batch, default 500] [jobs, default 50000]
+ *
+ * The finish is FINISH_COMPLETED, as the store writes a batch of plain completions;
+ * FINISH=general runs the general FINISH_JOBS instead, FINISH=alternate the two in turn (even
+ * batches general, odd ones FINISH_COMPLETED; reported apart): a comparison on a busy machine.
  */
 import pg from "pg";
 import { openStore } from "../src/store/open.js";
@@ -34,9 +38,14 @@ if (state === "analyzed") {
 }
 // NO_TRIGGERS=1 (diagnosis only: stats() is wrong afterwards): what the count triggers cost.
 if (process.env.NO_TRIGGERS === "1") await client.query(`ALTER TABLE "${schema}".jobs DISABLE TRIGGER USER`);
+// DROP_INDEXES=a,b (diagnosis only: the queries those indexes serve get slow): what each costs the loop.
+for (const index of (process.env.DROP_INDEXES ?? "").split(",").filter(Boolean))
+  await client.query(`DROP INDEX "${schema}".${index}`);
 await client.query("CHECKPOINT").catch(() => {}); // full-page writes after a checkpoint: the same for both states
 const claimSql = Q.bindSchema(Q.CLAIM_JOBS, schema);
-const finishSql = Q.bindSchema(Q.FINISH_JOBS, schema);
+const alternate = process.env.FINISH === "alternate";
+const generalSql = Q.bindSchema(Q.FINISH_JOBS, schema);
+const completedSql = Q.bindSchema(Q.FINISH_COMPLETED, schema);
 
 interface Totals {
   buffers: number;
@@ -44,10 +53,11 @@ interface Totals {
   execMs: number;
   triggerMs: number;
   calls: number;
+  jobs: number;
 }
-const totals = { claim: newTotals(), finish: newTotals() };
+const totals = { claim: newTotals(), finish: newTotals(), general: newTotals() };
 function newTotals(): Totals {
-  return { buffers: 0, walBytes: 0, execMs: 0, triggerMs: 0, calls: 0 };
+  return { buffers: 0, walBytes: 0, execMs: 0, triggerMs: 0, calls: 0, jobs: 0 };
 }
 
 type Node = Record<string, unknown> & { Plans?: Node[] };
@@ -55,6 +65,7 @@ type Node = Record<string, unknown> & { Plans?: Node[] };
 function add(
   t: Totals,
   explain: Array<{ Plan: Node; "Execution Time": number; Triggers?: Array<{ Time: number }> }>,
+  jobs: number,
 ) {
   const top = explain[0];
   const plan = top.Plan;
@@ -63,6 +74,7 @@ function add(
   t.execMs += top["Execution Time"];
   t.triggerMs += (top.Triggers ?? []).reduce((a, x) => a + x.Time, 0);
   t.calls++;
+  t.jobs += jobs;
 }
 
 /** One line per plan node: type, relation/index, rows × loops, buffers, time. */
@@ -101,50 +113,53 @@ function trace(k: number, what: string, top: { Plan: Node; "Execution Time": num
 }
 
 let claimName = "";
-let finishName = "";
 const explainOpts = "ANALYZE, BUFFERS, WAL, FORMAT JSON";
 await client.query(`PREPARE c(text, int, text, float8) AS ${claimSql}`);
 claimName = "c";
 await client.query(
-  `PREPARE f(bigint[], int[], text[], float8[], text[], text[], text[], text[], text[]) AS ${finishSql}`,
+  `PREPARE g(bigint[], int[], text[], float8[], text[], text[], text[], text[], text[]) AS ${generalSql}`,
 );
-finishName = "f";
+await client.query(`PREPARE f(bigint[], int[], text[], text[]) AS ${completedSql}`);
+const generalFor = (k: number) => process.env.FINISH === "general" || (alternate && k % 2 === 0);
 const shown = process.env.PLANS === undefined ? -1 : Number(process.env.PLANS);
 let done = 0;
 for (let k = 0; done < N; k++) {
   const show = k === shown;
   const c = await client.query(`EXPLAIN (${explainOpts}) EXECUTE ${claimName}('q', ${B}, 'w', 15000)`);
-  add(totals.claim, c.rows[0]["QUERY PLAN"]);
   if (show) print("claim", c.rows[0]["QUERY PLAN"][0]);
   // EXPLAIN ANALYZE ran the claim: read back what it claimed (running, this worker) to finish it.
   const { rows } = await client.query(
     `SELECT id, lease_token FROM "${schema}".jobs WHERE state = 'running' AND locked_by = 'w' ORDER BY id`,
   );
+  add(totals.claim, c.rows[0]["QUERY PLAN"], rows.length);
   if (rows.length === 0) break;
   const n = rows.length;
   const fill = (v: string, type: string) => `array_fill(${v}::${type}, ARRAY[${n}])`;
-  const args = [
-    `'{${rows.map((r) => r.id).join(",")}}'`,
-    `'{${rows.map((r) => r.lease_token).join(",")}}'`,
-    fill("'completed'", "text"),
-    fill("0", "float8"),
-    fill("'null'", "text"),
-    fill("'w'", "text"),
-    fill("NULL", "text"),
-    fill("NULL", "text"),
-    fill("NULL", "text"),
-  ];
-  const f = await client.query(`EXPLAIN (${explainOpts}) EXECUTE ${finishName}(${args.join(", ")})`);
-  add(totals.finish, f.rows[0]["QUERY PLAN"]);
+  const ids = `'{${rows.map((r) => r.id).join(",")}}'`;
+  const tokens = `'{${rows.map((r) => r.lease_token).join(",")}}'`;
+  const general = generalFor(k);
+  const args = general
+    ? [
+        ids,
+        tokens,
+        fill("'completed'", "text"),
+        fill("0", "float8"),
+        fill("'null'", "text"),
+        fill("'w'", "text"),
+      ].concat([fill("NULL", "text"), fill("NULL", "text"), fill("NULL", "text")])
+    : [ids, tokens, fill("'null'", "text"), fill("'w'", "text")];
+  const f = await client.query(`EXPLAIN (${explainOpts}) EXECUTE ${general ? "g" : "f"}(${args.join(", ")})`);
+  add(general ? totals.general : totals.finish, f.rows[0]["QUERY PLAN"], rows.length);
   if (process.env.TRACE === "1") trace(k, "claim", c.rows[0]["QUERY PLAN"][0]);
   if (process.env.TRACE === "1") trace(k, "finish", f.rows[0]["QUERY PLAN"][0]);
   if (show) print("finish", f.rows[0]["QUERY PLAN"][0]);
   done += rows.length;
 }
 const per = (t: Totals) =>
-  `${(t.buffers / done).toFixed(1)} buffers/job, ${(t.walBytes / done).toFixed(0)} WAL bytes/job, ${((t.execMs / done) * 1000).toFixed(1)} µs/job server time (triggers ${((t.triggerMs / done) * 1000).toFixed(1)})`;
+  `${(t.buffers / t.jobs).toFixed(1)} buffers/job, ${(t.walBytes / t.jobs).toFixed(0)} WAL bytes/job, ${((t.execMs / t.jobs) * 1000).toFixed(1)} µs/job server time (triggers ${((t.triggerMs / t.jobs) * 1000).toFixed(1)})`;
 console.log(`${state}, ${done} jobs in batches of ${B}`);
 console.log(`  claim:  ${per(totals.claim)}`);
-console.log(`  finish: ${per(totals.finish)}`);
+if (totals.finish.calls > 0) console.log(`  finish (FINISH_COMPLETED): ${per(totals.finish)}`);
+if (totals.general.calls > 0) console.log(`  finish (FINISH_JOBS):      ${per(totals.general)}`);
 await client.query(`DROP SCHEMA "${schema}" CASCADE`);
 await client.end();

@@ -1,6 +1,6 @@
 /**
- * The plans of the processing loop's statements (CLAIM_JOBS, FINISH_JOBS, EXTEND_LEASES,
- * RETURN_JOBS) on a 20,000-job table, before and after ANALYZE, for the first (custom) plan and
+ * The plans of the processing loop's statements (CLAIM_JOBS, FINISH_JOBS, FINISH_COMPLETED,
+ * EXTEND_LEASES, RETURN_JOBS) on a 20,000-job table, before and after ANALYZE, for the first (custom) plan and
  * the generic one: each touches jobs through its primary key — never a scan of the whole table,
  * never a nested loop that rescans the batch for every row of jobs. With statistics taken while
  * every job was pending, the planner used to believe no job runs: FINISH_JOBS then scanned jobs
@@ -88,6 +88,12 @@ describe("PostgreSQL hot-path plans", { skip }, () => {
             args: [ids, tokens, fill("'completed'", "text"), fill("0", "float8"), fill("'null'", "text")]
               .concat([fill("'w'", "text"), fill("NULL", "text"), fill("NULL", "text"), fill("NULL", "text")])
               .join(", "),
+          },
+          {
+            name: "finish_completed",
+            sql: Q.FINISH_COMPLETED,
+            types: "bigint[], int[], text[], text[]",
+            args: `${ids}, ${tokens}, ${fill("'null'", "text")}, ${fill("'w'", "text")}`,
           },
           {
             name: "extend",

@@ -11,12 +11,38 @@
  * its attempts are spent) and its neighbours are released uncharged as at any shutdown. A crash
  * that carries no job id (errand's own code, a callback started outside any handler) charges
  * every job it interrupts once: a poison job then still ends in the dead-letter queue.
+ *
+ * The scope is made only while someone will read it: runUntilSignal (the `errand worker` CLI, and
+ * programs that run a worker as their main job) turns attribution on while its crash listeners
+ * are installed. A live AsyncLocalStorage turns on Node's promise hooks for every promise in the
+ * process; a worker without those listeners (`errand.work()` alone: a crash ends the process
+ * without a word from errand) would pay for them and never use them (bench/NOTES.md finding 13).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AnyJobDefinition } from "../job.js";
 import type { ClaimedJob, Outcome } from "../store/types.js";
 
-export const jobScope = new AsyncLocalStorage<string>();
+const jobScope = new AsyncLocalStorage<string>();
+
+/** How many runUntilSignal calls want crashes attributed now. */
+let wanted = 0;
+
+/** Turns crash attribution on (runUntilSignal, while its listeners are installed); returns the off switch. */
+export function attributeCrashes(): () => void {
+  wanted++;
+  let on = true;
+  return () => {
+    if (!on) return;
+    on = false;
+    // The last one off disables the scope, and with it the promise hooks (when no other store is live).
+    if (--wanted === 0) jobScope.disable();
+  };
+}
+
+/** Runs `fn(a, b)` in the scope of job `id` when crashes are attributed, else just runs it. */
+export function inJobScope<A, B, T>(id: string, fn: (a: A, b: B) => T, a: A, b: B): T {
+  return wanted > 0 ? jobScope.run(id, fn, a, b) : fn(a, b);
+}
 
 /** The job whose handler started the code running now; undefined outside any handler. */
 export function currentJobId(): string | undefined {

@@ -84,9 +84,36 @@ export class ActiveJob implements JobContext {
     return this.childLog;
   }
 
-  // Methods as bound properties: handlers may destructure them (`{ once, progress }`).
+  // Methods handlers may destructure (`const { once, progress } = ctx`): bound on first use. As
+  // arrow-function fields they were four closures made for every job, used by few.
+  private onceFn: JobContext["once"] | undefined = undefined;
+  private progressFn: JobContext["progress"] | undefined = undefined;
+  private snoozeFn: JobContext["snooze"] | undefined = undefined;
+  private completeFn: JobContext["completeInTransaction"] | undefined = undefined;
 
-  readonly once = async <T>(key: string, fn: () => Promise<T> | T): Promise<T> => {
+  get once(): JobContext["once"] {
+    this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T) => this.runOnce(key, fn);
+    return this.onceFn;
+  }
+
+  get progress(): JobContext["progress"] {
+    this.progressFn ??= (fraction: number, message?: string) => this.reportProgress(fraction, message);
+    return this.progressFn;
+  }
+
+  get snooze(): JobContext["snooze"] {
+    this.snoozeFn ??= (delay: Duration): never => {
+      throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
+    };
+    return this.snoozeFn;
+  }
+
+  get completeInTransaction(): JobContext["completeInTransaction"] {
+    this.completeFn ??= <T>(fn: (tx: TxHandle) => Promise<T> | T) => this.completeIn(fn);
+    return this.completeFn;
+  }
+
+  private async runOnce<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
     if (typeof key !== "string" || key.length === 0)
       throw new TypeError("ctx.once needs a non-empty string key");
     const seen = await this.deps.store.ledgerGet(key);
@@ -101,9 +128,9 @@ export class ActiveJob implements JobContext {
       storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
     await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
     return value;
-  };
+  }
 
-  readonly progress = async (fraction: number, message?: string): Promise<void> => {
+  private async reportProgress(fraction: number, message?: string): Promise<void> {
     if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
       throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
     }
@@ -112,13 +139,9 @@ export class ActiveJob implements JobContext {
       this.lease,
       message === undefined ? { fraction } : { fraction, message },
     );
-  };
+  }
 
-  readonly snooze = (delay: Duration): never => {
-    throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
-  };
-
-  readonly completeInTransaction = async <T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> => {
+  private async completeIn<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
     const limit = this.deps.payloadLimit;
     // A result no store can hold rolls the transaction back and fails the job, on every store.
     const checked = async (tx: TxHandle): Promise<T> => {
@@ -135,7 +158,7 @@ export class ActiveJob implements JobContext {
     }
     this.completedInTransaction = true;
     return done.value as T;
-  };
+  }
 }
 
 export interface ExecutorDeps {
@@ -163,11 +186,15 @@ function checkResult(result: unknown, limit: number): void {
   storableJson(result, limit, "result");
 }
 
-/** Runs one claimed job to an outcome. Never throws: every failure becomes an outcome. */
-export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
-  try {
-    return await execute(active, deps);
-  } catch (err) {
+/**
+ * Runs one claimed job to an outcome. Never throws: every failure becomes an outcome.
+ *
+ * Written to make few promises: a worker runs thousands of jobs a second, and every promise costs
+ * more once AsyncLocalStorage is on (crash.ts); one `.catch` here, and no wait at all for a
+ * handler that returns synchronously (bench/NOTES.md finding 13: 16 promises per no-op job before).
+ */
+export function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
+  return execute(active, deps).catch((err: unknown) => {
     // Only a fault in errand's own error handling gets here (a classify hook that throws, a
     // logger that cannot serialise what it was given): the job still gets an outcome, so its
     // slot is freed and it is retried or failed like any error.
@@ -177,7 +204,7 @@ export async function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise
     if (active.completedInTransaction) return { outcome: null };
     const def = deps.findJob(active.claimed.name);
     return { outcome: failureOutcome(base, active.claimed, error, "unknown", def, undefined), error };
-  }
+  });
 }
 
 async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
@@ -213,14 +240,17 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
     // The wait ends when the handler settles or the job is aborted, whichever comes first: a
     // handler that ignores its signal and hangs must not hold the slot. A handler that rejects
     // after that is handled here too (never an unhandled rejection).
-    const result = await new Promise<unknown>((resolve, reject) => {
-      if (active.abortReason) return reject(active.abortReason);
-      active.onAbort = reject;
-      const returned: unknown = def.run(payload, active);
-      if (typeof (returned as PromiseLike<unknown> | null)?.then === "function") {
-        (returned as PromiseLike<unknown>).then(resolve, reject);
-      } else resolve(returned);
-    });
+    // A handler that returns synchronously (or throws) is not waited for at all.
+    if (active.abortReason) throw active.abortReason;
+    let result: unknown = def.run(payload, active);
+    if (typeof (result as PromiseLike<unknown> | null)?.then === "function") {
+      const returned = result as PromiseLike<unknown>;
+      result = await new Promise<unknown>((resolve, reject) => {
+        if (active.abortReason) return reject(active.abortReason);
+        active.onAbort = reject;
+        returned.then(resolve, reject);
+      });
+    }
     if (active.completedInTransaction) return { outcome: null, result };
     checkResult(result, deps.payloadLimit);
     if (debug) active.log.debug("job completed");

@@ -21,7 +21,7 @@
 import { type Duration, parseDuration } from "../duration.js";
 import { toError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { currentJobId } from "./crash.js";
+import { attributeCrashes, currentJobId } from "./crash.js";
 import type { StopResult, Worker } from "./worker.js";
 
 /**
@@ -152,7 +152,9 @@ export async function runUntilSignal(
   for (const sig of signals) process.on(sig, onSignal);
   process.on("uncaughtException", onException);
   process.on("unhandledRejection", onRejection);
+  const stopAttributing = attributeCrashes();
   const removeHandlers = (): void => {
+    stopAttributing();
     for (const sig of signals) process.off(sig, onSignal);
     process.off("uncaughtException", onException);
     process.off("unhandledRejection", onRejection);

@@ -242,9 +242,14 @@ export class Producer {
   private track(run: Promise<void>): void {
     this.busy++;
     this.inFlight.add(run);
-    run
-      .catch((err) => this.worker.log.error({ err }, "unexpected error running a job"))
-      .finally(() => this.inFlight.delete(run));
+    // One `.then` rather than `.catch().finally()`: three promises per job fewer.
+    run.then(
+      () => this.inFlight.delete(run),
+      (err: unknown) => {
+        this.inFlight.delete(run);
+        this.worker.log.error({ err }, "unexpected error running a job");
+      },
+    );
   }
 
   /** Sleep until the next delayed job is due, capped by the poll interval (the whole interval while paused). */

@@ -4,7 +4,7 @@ import type { Logger } from "../logger.js";
 import type { ClaimedJob } from "../store/types.js";
 import { JobAbort } from "./abort.js";
 import type { Completer } from "./completer.js";
-import { crashedOutcome, jobScope } from "./crash.js";
+import { crashedOutcome, inJobScope } from "./crash.js";
 import { ActiveJob, executeJob } from "./executor.js";
 import { EVENT_OF, emitOutcome, emitStarted } from "./outcome-events.js";
 import type { Producer } from "./producer.js";
@@ -41,7 +41,7 @@ export class RunningJobs {
     try {
       emitStarted(events, log, active);
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await jobScope.run(claimed.id, () => executeJob(active, producer.executor));
+      const execution = await inJobScope(claimed.id, executeJob, active, producer.executor);
       const crash = this.crashCharged.get(claimed.id);
       if (crash && execution.outcome?.kind === "released") {
         execution.outcome = crashedOutcome(

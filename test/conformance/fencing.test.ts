@@ -1,6 +1,7 @@
 /** Store conformance: Fencing by lease token: a write with a lease that is no longer current changes nothing. On every store (./helpers.ts). */
 import assert from "node:assert/strict";
 import { describe } from "node:test";
+import type { ClaimedJob } from "../../src/store/types.js";
 import { claimOne, eachStore, finish, insertOne, mustGet, newJob, rescue } from "./helpers.js";
 
 eachStore((it) => {
@@ -61,6 +62,35 @@ eachStore((it) => {
       assert.equal(await store.setProgress(b, { fraction: 1 }), false);
       assert.equal((await store.extendLeases([b], 60_000))[0].held, false);
       assert.equal((await store.extendLeases([{ id: "999999999", leaseToken: 1 }], 60_000))[0].held, false);
+    });
+
+    it("a stale lease and the current one of the same job: only the current applies, in either order", async (store) => {
+      for (const staleFirst of [true, false]) {
+        const job = await insertOne(store, { payload: staleFirst ? "stale first" : "current first" });
+        const [old] = await store.claimJobs({ queue: "q", limit: 1, workerId: "w1", leaseMs: 60_000 });
+        assert.equal(old?.id, job.id);
+        assert.equal(await store.returnJobs([old as ClaimedJob]), 1);
+        const [now] = await store.claimJobs({ queue: "q", limit: 1, workerId: "w2", leaseMs: 60_000 });
+        assert.equal(now?.id, job.id);
+        assert.notEqual(now?.leaseToken, old?.leaseToken);
+        const stale = {
+          id: job.id,
+          leaseToken: (old as ClaimedJob).leaseToken,
+          kind: "failed" as const,
+          worker: "w1",
+        };
+        const current = {
+          id: job.id,
+          leaseToken: (now as ClaimedJob).leaseToken,
+          kind: "completed" as const,
+          worker: "w2",
+        };
+        const applied = await store.finishJobs(staleFirst ? [stale, current] : [current, stale]);
+        assert.deepEqual(applied, staleFirst ? [false, true] : [true, false]);
+        const done = await mustGet(store, job.id);
+        assert.equal(done.state, "completed");
+        assert.equal(done.attempts.at(-1)?.worker, "w2");
+      }
     });
   });
 });

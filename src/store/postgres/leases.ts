@@ -88,16 +88,69 @@ export async function finishJobs(
   outcomes: Outcome[],
   on: Queryable = db.pool,
 ): Promise<boolean[]> {
+  // Keyed by id while no id comes twice with different tokens (the usual batch), else by pair.
+  const byPair = chooseOutcomes(outcomes, false) === null;
+  const chosen = chooseOutcomes(outcomes, byPair) as Map<string, number>;
+  if (chosen.size === 0) return outcomes.map(() => false);
+  const batch = [...chosen.values()]
+    .map((i) => outcomes[i] as Outcome)
+    .sort((a, b) => compareIds(a.id, b.id));
+  const wasListening = notifier.isListening;
+  const { rows } = await (batch.every(isPlainCompletion)
+    ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
+    : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+  const applied = new Map<string, number>();
+  for (const r of rows as Row[]) applied.set(byPair ? `${r.id}:${r.token}` : String(r.id), Number(r.token));
+  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
+  return outcomes.map((o, i) => {
+    const key = byPair ? `${o.id}:${o.leaseToken}` : o.id;
+    return chosen.get(key) === i && applied.get(key) === o.leaseToken;
+  });
+}
+
+/**
+ * The outcome to write per key (the first), by index. Keyed by id, or by (id, token) pair when
+ * `byPair`; null when keyed by id and an id comes twice with different tokens (the caller then
+ * keys by pair: only the lease still held can apply, and either may be it).
+ */
+function chooseOutcomes(outcomes: Outcome[], byPair: boolean): Map<string, number> | null {
   const chosen = new Map<string, number>();
-  outcomes.forEach((o, i) => {
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i] as Outcome;
     if (!OUTCOME_KINDS.has(o.kind))
       throw new ValidationError(`unknown outcome kind ${JSON.stringify(o.kind)}`);
-    const pair = `${o.id}:${o.leaseToken}`;
-    if (isJobId(o.id) && Number.isInteger(o.leaseToken) && !chosen.has(pair)) chosen.set(pair, i);
-  });
-  if (chosen.size === 0) return outcomes.map(() => false);
-  const batch = [...chosen.values()].map((i) => outcomes[i]).sort((a, b) => compareIds(a.id, b.id));
-  const values = [
+    if (!isJobId(o.id) || !Number.isInteger(o.leaseToken)) continue;
+    const key = byPair ? `${o.id}:${o.leaseToken}` : o.id;
+    const first = chosen.get(key);
+    if (first === undefined) chosen.set(key, i);
+    else if (!byPair && (outcomes[first] as Outcome).leaseToken !== o.leaseToken) return null;
+  }
+  return chosen;
+}
+
+/** A completion FINISH_COMPLETED can write: no error fields, a worker to rebuild its history entry from. */
+function isPlainCompletion(o: Outcome): boolean {
+  return o.kind === "completed" && !o.error && typeof o.worker === "string";
+}
+
+/** FINISH_COMPLETED's arrays. */
+function completionValues(batch: Outcome[]): unknown[] {
+  const ids: string[] = [];
+  const tokens: number[] = [];
+  const results: string[] = [];
+  const workers: string[] = [];
+  for (const o of batch) {
+    ids.push(o.id);
+    tokens.push(o.leaseToken);
+    results.push(serialize(o.result ?? null, `result of job ${o.id}`));
+    workers.push(o.worker as string);
+  }
+  return [ids, tokens, results, workers];
+}
+
+/** FINISH_JOBS's arrays. */
+function outcomeValues(batch: Outcome[]): unknown[] {
+  return [
     batch.map((o) => o.id),
     batch.map((o) => o.leaseToken),
     batch.map((o) => o.kind),
@@ -108,13 +161,6 @@ export async function finishJobs(
     batch.map((o) => (o.error?.stack ? String(o.error.stack) : null)),
     batch.map((o) => (o.error ? o.error.kind : null)),
   ];
-  const wasListening = notifier.isListening;
-  const { rows } = await db.run("FINISH_JOBS", values, on, true);
-  const applied = new Set(rows.map((r: Row) => `${r.id}:${r.token}`));
-  notifyLocally(notifier, wasListening, () => pendingQueues(rows));
-  return outcomes.map(
-    (o, i) => chosen.get(`${o.id}:${o.leaseToken}`) === i && applied.has(`${o.id}:${o.leaseToken}`),
-  );
 }
 
 /**
