@@ -8,6 +8,7 @@
 import { rm } from "node:fs/promises";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../dist/index.js";
+import { attributeCrashes } from "../../dist/worker/crash.js";
 import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { QUEUE } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable, ROOT } from "./util.js";
@@ -75,6 +76,10 @@ class ErrandAdapter implements Adapter {
 
   async startWorkers(settings: WorkerSettings, handler: Handler) {
     current = handler;
+    // As `errand worker` runs in production: with crash attribution on (its AsyncLocalStorage scope
+    // turns on Node's promise hooks, ~5 ms of worker CPU per 1,000 jobs; bench/NOTES.md finding 13).
+    // BENCH_CRASH_SCOPE=0 measures errand.work() in an application's own process, without it.
+    const stopAttributing = process.env.BENCH_CRASH_SCOPE === "0" ? () => {} : attributeCrashes();
     const worker = this.errand.work({ [QUEUE]: { concurrency: settings.concurrency } });
     // BENCH_DEBUG=1: how many jobs this worker holds (claimed, run or not, outcome not yet written).
     const watch =
@@ -85,6 +90,7 @@ class ErrandAdapter implements Adapter {
       stop: async () => {
         if (watch) clearInterval(watch);
         await worker.stop({ timeout: 5_000 });
+        stopAttributing();
       },
     };
   }
