@@ -249,6 +249,34 @@ ALTER TABLE {{schema}}.job_count_deltas SET (autovacuum_vacuum_cost_delay = 0);
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS completed_by text;
 `,
   },
+  {
+    version: 4,
+    name: "flow control: flow keys, the claim log, paused budgets, rotation cursors",
+    // Flow control (flow.ts): a job's flow key from its definition at enqueue (NULL: none; a
+    // nullable column without a default rewrites nothing, and no index is added, so plain
+    // queues' inserts and claims are untouched); the claims of rate-limited queues, kept one
+    // window long; budgets a 429 paused ('' = the whole queue); each queue's rotation cursor.
+    // Not breaking: an older errand ignores these.
+    sql: `
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS flow_key text;
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_claims (
+  queue text        NOT NULL,
+  key   text        NOT NULL,
+  at    timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS flow_claims_idx ON {{schema}}.flow_claims (queue, at);
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_pauses (
+  queue        text        NOT NULL,
+  key          text        NOT NULL,
+  paused_until timestamptz NOT NULL,
+  PRIMARY KEY (queue, key)
+);
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
+  queue  text PRIMARY KEY,
+  cursor text NOT NULL
+);
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -118,6 +118,33 @@ CREATE TABLE errand_workers (
 ALTER TABLE errand_jobs ADD COLUMN completed_by TEXT;
 `,
   },
+  {
+    version: 3,
+    name: "flow control: flow keys, the claim log, paused budgets, rotation cursors",
+    // Flow control (flow.ts): a job's flow key from its definition at enqueue (NULL: none; a
+    // nullable column without a default rewrites nothing); the claims of rate-limited queues,
+    // kept one window long; budgets a 429 paused ("" = the whole queue); and each queue's
+    // rotation cursor (the key its last claim served). Queues without limits never touch them.
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN flow_key TEXT;
+CREATE TABLE errand_flow_claims (
+  queue TEXT    NOT NULL,
+  key   TEXT    NOT NULL,
+  at    INTEGER NOT NULL
+);
+CREATE INDEX errand_flow_claims_idx ON errand_flow_claims (queue, at);
+CREATE TABLE errand_flow_pauses (
+  queue  TEXT    NOT NULL,
+  key    TEXT    NOT NULL,
+  until  INTEGER NOT NULL,
+  PRIMARY KEY (queue, key)
+);
+CREATE TABLE errand_flow_cursors (
+  queue  TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL
+);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -1,0 +1,109 @@
+/**
+ * Flow control on PostgreSQL: one transaction per claim of a flow-controlled queue — the queue's
+ * advisory lock, the state (sql/flow.ts FLOW_STATE, FLOW_DUE), the decision (store/flow-plan.ts,
+ * shared with every store), the claim and its record. The lock serialises claimers of that queue
+ * on every host, so the running counts and claim log read here are the truth until COMMIT.
+ */
+import type pg from "pg";
+import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import type { FlowClaim, FlowLimits, InsertResult, NewJob } from "../types.js";
+import type { Queryable } from "./connection.js";
+import { type Db, Rollback } from "./db.js";
+import { type Row, toClaimed } from "./rows.js";
+
+interface FlowRequest {
+  queue: string;
+  limit: number;
+  workerId: string;
+  leaseMs: number;
+  flow: FlowLimits;
+}
+
+export async function claimFlowJobs(db: Db, req: FlowRequest): Promise<FlowClaim> {
+  const result = await db.transaction((client) => claimOn(db, client, req));
+  if (result === Rollback) return { jobs: [], held: 0, retryInMs: null };
+  return result as FlowClaim;
+}
+
+async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise<FlowClaim> {
+  const { queue, flow } = req;
+  const windowMs = rateWindowMs(flow);
+  await db.run("FLOW_LOCK", [`errand.flow:${db.schema}:${queue}`], client);
+  const [{ rows: stateRows }, { rows: dueRows }] = await Promise.all([
+    db.run("FLOW_STATE", [queue, windowMs], client),
+    db.run("FLOW_DUE", [queue, req.limit], client),
+  ]);
+  const state: FlowState = {
+    now: 0,
+    running: new Map(),
+    claims: new Map(),
+    pausedUntil: new Map(),
+    cursor: null,
+  };
+  for (const r of stateRows as Row[]) {
+    const key = r.key as string;
+    const v = Number(r.v);
+    if (r.kind === "n") state.now = v;
+    else if (r.kind === "r") state.running.set(key, v);
+    else if (r.kind === "p") state.pausedUntil.set(key, v);
+    else if (r.kind === "k") state.cursor = key;
+    else {
+      const times = state.claims.get(key);
+      if (times) times.push(v);
+      else state.claims.set(key, [v]);
+    }
+  }
+  const due = new Map<string, { id: string; rn: number }[]>();
+  for (const r of dueRows as Row[]) {
+    const job = { id: String(r.id), rn: Number(r.rn) };
+    const list = due.get(r.key as string);
+    if (list) list.push(job);
+    else due.set(r.key as string, [job]);
+  }
+  for (const list of due.values()) list.sort((a, b) => a.rn - b.rn);
+  const plan = planFlowClaim(flow, state, due, req.limit);
+  if (plan.picks.length === 0) return { jobs: [], held: plan.held, retryInMs: plan.retryInMs };
+  const { rows } = await db.run(
+    "FLOW_CLAIM",
+    [plan.picks.map((p) => p.job.id), req.workerId, req.leaseMs],
+    client,
+  );
+  const byId = new Map((rows as Row[]).map((r) => [String(r.id), r]));
+  const claimed = plan.picks.filter((p) => byId.has(p.job.id));
+  await db.run(
+    "FLOW_RECORD",
+    [queue, windowMs > 0 ? claimed.map((p) => p.key) : [], plan.cursor, windowMs],
+    client,
+  );
+  const jobs = claimed.map((p) => {
+    const row = byId.get(p.job.id) as Row;
+    return { ...toClaimed(row), flowKey: (row.flow_key as string | null) ?? null };
+  });
+  return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+}
+
+export async function pauseFlow(
+  db: Db,
+  req: { queue: string; key: string | null; ms: number },
+): Promise<void> {
+  await db.run("FLOW_PAUSE", [req.queue, req.key ?? NO_KEY, req.ms]);
+}
+
+/** The flow keys of the jobs `results` created, on `on` (inside the inserting transaction). */
+export async function setFlowKeys(
+  db: Db,
+  on: Queryable,
+  jobs: NewJob[],
+  results: InsertResult[],
+): Promise<void> {
+  const ids: string[] = [];
+  const keys: string[] = [];
+  for (let i = 0; i < jobs.length; i++) {
+    const key = jobs[i].flowKey;
+    if (key && results[i].created) {
+      ids.push(results[i].job.id);
+      keys.push(key);
+    }
+  }
+  if (ids.length > 0) await db.run("FLOW_SET_KEYS", [ids, keys], on, false);
+}

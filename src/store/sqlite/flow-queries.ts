@@ -1,0 +1,55 @@
+/**
+ * The SQLite statements of flow control (flow.ts), run inside one BEGIN IMMEDIATE transaction
+ * per claim: SQLite's single writer serialises the claims of every process on the file, so the
+ * state read here cannot change before the claim is written.
+ */
+
+/** Running jobs of a queue by flow key ("" for none); errand_jobs_queue_state_idx. */
+export const FLOW_RUNNING = `
+SELECT coalesce(flow_key, '') AS key, count(*) AS n
+FROM errand_jobs WHERE queue = @queue AND state = 'running'
+GROUP BY flow_key`;
+
+/**
+ * Each flow key's first @limit due jobs, in claim order (rn). Walks the queue's due pending rows
+ * (errand_jobs_queue_state_idx): the cost grows with the due backlog of a flow-controlled queue,
+ * which plain queues never pay.
+ */
+export const FLOW_DUE = `
+SELECT id, key, rn FROM (
+  SELECT id, coalesce(flow_key, '') AS key,
+         row_number() OVER (PARTITION BY flow_key ORDER BY priority DESC, run_at, id) AS rn
+  FROM errand_jobs
+  WHERE queue = @queue AND state = 'pending' AND run_at <= @now
+)
+WHERE rn <= @limit`;
+
+export const FLOW_CLAIMS = "SELECT key, at FROM errand_flow_claims WHERE queue = @queue AND at > @since";
+export const FLOW_FORGET_CLAIMS = "DELETE FROM errand_flow_claims WHERE queue = @queue AND at <= @since";
+export const FLOW_RECORD_CLAIM =
+  "INSERT INTO errand_flow_claims (queue, key, at) VALUES (@queue, @key, @now)";
+export const FLOW_PAUSES = "SELECT key, until FROM errand_flow_pauses WHERE queue = @queue AND until > @now";
+export const FLOW_PAUSE = `
+INSERT INTO errand_flow_pauses (queue, key, until) VALUES (@queue, @key, @until)
+ON CONFLICT (queue, key) DO UPDATE SET until = max(until, excluded.until)`;
+export const FLOW_CURSOR = "SELECT cursor FROM errand_flow_cursors WHERE queue = @queue";
+export const FLOW_SET_CURSOR = `
+INSERT INTO errand_flow_cursors (queue, cursor) VALUES (@queue, @cursor)
+ON CONFLICT (queue) DO UPDATE SET cursor = excluded.cursor`;
+
+/** One job claimed by id (the plan chose it), as CLAIM_JOBS sets it; nothing if no longer pending. */
+export const FLOW_CLAIM_JOB = `
+UPDATE errand_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    lease_token = lease_token + 1,
+    locked_by = @worker,
+    locked_until = CAST(@now + @leaseMs AS INTEGER),
+    started_at = @now,
+    progress = NULL
+WHERE id = @id AND state = 'pending'
+RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until,
+          flow_key`;
+
+/** Sets the flow keys of jobs just inserted (in the inserting transaction). */
+export const FLOW_SET_KEY = "UPDATE errand_jobs SET flow_key = @key WHERE id = @id";
