@@ -46,6 +46,28 @@ export interface FlowPlan<J> {
   retryInMs: number | null;
 }
 
+/** A due job as the SQL stores list their candidates: claim order is priority, run_at, id. */
+export interface DueJob {
+  id: string | number;
+  priority: number;
+  runAt: number;
+}
+
+export function dueOrder(a: DueJob, b: DueJob): number {
+  return b.priority - a.priority || a.runAt - b.runAt || Number(a.id) - Number(b.id);
+}
+
+/**
+ * How many flow keys a claim visits, in rotation order: enough for `limit` keys with room even
+ * when every key the state names (running, recently claimed, paused) is blocked, plus some that
+ * hold only jobs not due yet. Past them a claim sees no more keys; the next one goes on from
+ * its cursor, so rotation still reaches every key.
+ */
+export function keysToVisit(limit: number, state: FlowState): number {
+  const named = new Set([...state.running.keys(), ...state.claims.keys(), ...state.pausedUntil.keys()]);
+  return limit + named.size + 32;
+}
+
 /** The longest rate window of the limits (how far back the claim log must reach), 0 if none. */
 export function rateWindowMs(flow: FlowLimits): number {
   return Math.max(flow.rate?.perMs ?? 0, flow.keyRate?.perMs ?? 0);

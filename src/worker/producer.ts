@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.js";
-import type { ClaimedJob, Store } from "../store/types.js";
+import type { ClaimedJob, FlowLimits, Store } from "../store/types.js";
 import type { ExecutorDeps } from "./executor.js";
 
 /** What a producer needs of its worker (Worker is one); tests can stand in a fake. */
@@ -55,7 +55,17 @@ export class Producer {
     readonly queue: string,
     readonly concurrency: number,
     readonly executor: ExecutorDeps,
+    /**
+     * The queue's flow limits (flow control), or null. A limited queue claims with
+     * claimFlowJobs and without read-ahead: a claimed job counts as running for every limit,
+     * so one waiting in a buffer would hold a slot (or a rate token) another worker could use.
+     */
+    readonly flow: FlowLimits | null = null,
   ) {}
+
+  /** Claims that a flow limit held jobs back from, and the jobs held back (metrics). */
+  throttledClaims = 0;
+  heldJobs = 0;
 
   start(): void {
     this.stopped = this.loop();
@@ -107,7 +117,7 @@ export class Producer {
 
   /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
   private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0) return;
+    if (readAheadMs === 0 || this.flow) return;
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed < 50) return;
@@ -158,8 +168,25 @@ export class Producer {
       let claimed: ClaimedJob[];
       const limit = this.worker.reserveClaims(Math.min(room, batchSize));
       if (limit === 0) break; // a bounded run's budget or time is spent
+      let retryInMs: number | null = null;
+      let held = 0;
       try {
-        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        if (this.flow) {
+          const claim = await store.claimFlowJobs({
+            queue: this.queue,
+            limit,
+            workerId,
+            leaseMs,
+            flow: this.flow,
+          });
+          claimed = claim.jobs;
+          held = claim.held;
+          retryInMs = claim.retryInMs;
+          if (held > 0) {
+            this.throttledClaims++;
+            this.heldJobs += held;
+          }
+        } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
         this.worker.returnClaims(limit - claimed.length);
         failures = 0;
       } catch (err) {
@@ -181,7 +208,9 @@ export class Producer {
       this.dispatch();
       if (claimed.length < limit) {
         if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
-        const delay = await this.idleDelay(pollMs);
+        // Held back by a limit: wait until its window or pause frees (a concurrency slot frees
+        // when a job ends: this worker's own wake, or the next poll for another worker's).
+        const delay = held > 0 ? Math.min(pollMs, retryInMs ?? pollMs) : await this.idleDelay(pollMs);
         this.worker.idle(this.queue);
         await this.wait(delay);
       }

@@ -89,7 +89,8 @@ export class Worker implements ProducerHost {
     });
     this.producers = Object.entries(queues).map(([queue, q]) => {
       const concurrency = queueConcurrency(queue, q);
-      return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
+      const flow = deps.flowLimits?.(queue) ?? null;
+      return new Producer(this, queue, concurrency, this.executorDeps(q.classify), flow);
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);

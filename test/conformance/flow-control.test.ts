@@ -179,6 +179,30 @@ for (const factory of stores) {
         assert.deepEqual(keysOf((await claim(store, flow, 5)).jobs), ["c", "a", "c", "a", "a"]);
       }));
 
+    test("rotation reaches every key, however many there are", () =>
+      withStore(async (store) => {
+        const keys = Array.from({ length: 150 }, (_, i) => `tenant-${String(i).padStart(3, "0")}`);
+        for (const key of keys) await insert(store, 2, key);
+        const seen = new Set<string>();
+        for (let i = 0; i < 150; i++) {
+          const { jobs } = await claim(store, { keyConcurrency: 1 }, 1);
+          for (const k of keysOf(jobs)) seen.add(k as string);
+        }
+        assert.equal(seen.size, 150, "each of 150 keys served once in 150 claims of one job");
+        // Every key holds its one slot now: a big claim gets nothing, however far it looks.
+        assert.equal((await claim(store, { keyConcurrency: 1 }, 100)).jobs.length, 0);
+      }));
+
+    test("flow-controlled jobs without a key ('') and plain jobs (null) share the keyless group", () =>
+      withStore(async (store) => {
+        await insert(store, 3, "");
+        await insert(store, 2, null);
+        await insert(store, 2, "k");
+        const { jobs } = await claim(store, { keyConcurrency: 1, globalConcurrency: 10 });
+        assert.equal(jobs.length, 6, "the keyless group has no per-key cap; key k has one slot");
+        assert.equal(jobs.filter((j) => j.flowKey === "k").length, 1);
+      }));
+
     test("within a key the usual order holds: priority, then run_at, then insertion", () =>
       withStore(async (store) => {
         const [low] = await insert(store, 1, "a", { priority: 0 });

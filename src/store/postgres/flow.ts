@@ -5,7 +5,15 @@
  * on every host, so the running counts and claim log read here are the truth until COMMIT.
  */
 import type pg from "pg";
-import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import {
+  type DueJob,
+  dueOrder,
+  type FlowState,
+  keysToVisit,
+  NO_KEY,
+  planFlowClaim,
+  rateWindowMs,
+} from "../flow-plan.js";
 import type { FlowClaim, FlowLimits, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
@@ -29,10 +37,7 @@ async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise
   const { queue, flow } = req;
   const windowMs = rateWindowMs(flow);
   await db.run("FLOW_LOCK", [`errand.flow:${db.schema}:${queue}`], client);
-  const [{ rows: stateRows }, { rows: dueRows }] = await Promise.all([
-    db.run("FLOW_STATE", [queue, windowMs], client),
-    db.run("FLOW_DUE", [queue, req.limit], client),
-  ]);
+  const { rows: stateRows } = await db.run("FLOW_STATE", [queue, windowMs], client);
   const state: FlowState = {
     now: 0,
     running: new Map(),
@@ -53,30 +58,35 @@ async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise
       else state.claims.set(key, [v]);
     }
   }
-  const due = new Map<string, { id: string; rn: number }[]>();
+  const { rows: dueRows } = await db.run(
+    "FLOW_DUE",
+    [queue, req.limit, state.cursor, keysToVisit(req.limit, state), state.cursor === null],
+    client,
+  );
+  const due = new Map<string, DueJob[]>();
   for (const r of dueRows as Row[]) {
-    const job = { id: String(r.id), rn: Number(r.rn) };
+    const job = { id: String(r.id), priority: Number(r.priority), runAt: Number(r.run_at) };
     const list = due.get(r.key as string);
     if (list) list.push(job);
     else due.set(r.key as string, [job]);
   }
-  for (const list of due.values()) list.sort((a, b) => a.rn - b.rn);
+  for (const list of due.values()) list.sort(dueOrder);
   const plan = planFlowClaim(flow, state, due, req.limit);
   if (plan.picks.length === 0) return { jobs: [], held: plan.held, retryInMs: plan.retryInMs };
   const { rows } = await db.run(
     "FLOW_CLAIM",
-    [plan.picks.map((p) => p.job.id), req.workerId, req.leaseMs],
+    [plan.picks.map((p) => String(p.job.id)), req.workerId, req.leaseMs],
     client,
   );
   const byId = new Map((rows as Row[]).map((r) => [String(r.id), r]));
-  const claimed = plan.picks.filter((p) => byId.has(p.job.id));
+  const claimed = plan.picks.filter((p) => byId.has(String(p.job.id)));
   await db.run(
     "FLOW_RECORD",
     [queue, windowMs > 0 ? claimed.map((p) => p.key) : [], plan.cursor, windowMs],
     client,
   );
   const jobs = claimed.map((p) => {
-    const row = byId.get(p.job.id) as Row;
+    const row = byId.get(String(p.job.id)) as Row;
     return { ...toClaimed(row), flowKey: (row.flow_key as string | null) ?? null };
   });
   return { jobs, held: plan.held, retryInMs: plan.retryInMs };
@@ -100,7 +110,7 @@ export async function setFlowKeys(
   const keys: string[] = [];
   for (let i = 0; i < jobs.length; i++) {
     const key = jobs[i].flowKey;
-    if (key && results[i].created) {
+    if (key !== undefined && key !== null && results[i].created) {
       ids.push(results[i].job.id);
       keys.push(key);
     }

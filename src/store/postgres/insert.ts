@@ -32,7 +32,7 @@ export async function insertJobs(
   let results: InsertResult[];
   // Flow keys are set by a second statement in the same transaction (flow.ts setFlowKeys), so
   // the insert statements of jobs without one stay as they are.
-  const flowKeyed = jobs.some((j) => j.flowKey);
+  const flowKeyed = jobs.some((j) => j.flowKey !== undefined && j.flowKey !== null);
   if (client) {
     // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
     results = await insertOn(db, client, jobs, payloads, chunks, false);

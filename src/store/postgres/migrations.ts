@@ -256,9 +256,14 @@ ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS completed_by text;
     // nullable column without a default rewrites nothing, and no index is added, so plain
     // queues' inserts and claims are untouched); the claims of rate-limited queues, kept one
     // window long; budgets a 429 paused ('' = the whole queue); each queue's rotation cursor.
+    // On a big table, build jobs_flow_idx by hand with CREATE INDEX CONCURRENTLY first.
     // Not breaking: an older errand ignores these.
     sql: `
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS flow_key text;
+-- The pending jobs that have a flow key, by key (sql/flow.ts FLOW_DUE walks it key by key). Jobs
+-- without one are not in it, so a plain queue's inserts and claims pay nothing for it.
+CREATE INDEX IF NOT EXISTS jobs_flow_idx ON {{schema}}.jobs (queue, (flow_key COLLATE "C"), priority DESC, run_at, id)
+  WHERE state = 'pending' AND flow_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS {{schema}}.flow_claims (
   queue text        NOT NULL,
   key   text        NOT NULL,

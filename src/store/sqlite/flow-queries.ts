@@ -10,19 +10,31 @@ SELECT coalesce(flow_key, '') AS key, count(*) AS n
 FROM errand_jobs WHERE queue = @queue AND state = 'running'
 GROUP BY flow_key`;
 
-/**
- * Each flow key's first @limit due jobs, in claim order (rn). Walks the queue's due pending rows
- * (errand_jobs_queue_state_idx): the cost grows with the due backlog of a flow-controlled queue,
- * which plain queues never pay.
- */
-export const FLOW_DUE = `
-SELECT id, key, rn FROM (
-  SELECT id, coalesce(flow_key, '') AS key,
-         row_number() OVER (PARTITION BY flow_key ORDER BY priority DESC, run_at, id) AS rn
-  FROM errand_jobs
+/** The first flow key with pending jobs in a queue (errand_jobs_flow_idx; text compares by code point, BINARY). */
+export const FLOW_FIRST_KEY = `
+SELECT flow_key AS key FROM errand_jobs
+WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL
+ORDER BY flow_key LIMIT 1`;
+
+/** The next flow key after @after: one probe of errand_jobs_flow_idx. */
+export const FLOW_NEXT_KEY = `
+SELECT flow_key AS key FROM errand_jobs
+WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
+ORDER BY flow_key LIMIT 1`;
+
+/** One key's first @limit due jobs in claim order. */
+export const FLOW_KEY_DUE = `
+SELECT id, priority, run_at FROM errand_jobs
+WHERE queue = @queue AND state = 'pending' AND flow_key = @key AND run_at <= @now
+ORDER BY priority DESC, run_at, id LIMIT @limit`;
+
+/** Jobs without a flow key, among the queue's first 500 due jobs (errand_jobs_claim_idx). */
+export const FLOW_UNKEYED_DUE = `
+SELECT id, priority, run_at FROM (
+  SELECT id, flow_key, priority, run_at FROM errand_jobs
   WHERE queue = @queue AND state = 'pending' AND run_at <= @now
-)
-WHERE rn <= @limit`;
+  ORDER BY priority DESC, run_at, id LIMIT 500
+) WHERE flow_key IS NULL LIMIT @limit`;
 
 export const FLOW_CLAIMS = "SELECT key, at FROM errand_flow_claims WHERE queue = @queue AND at > @since";
 export const FLOW_FORGET_CLAIMS = "DELETE FROM errand_flow_claims WHERE queue = @queue AND at <= @since";

@@ -4,7 +4,15 @@
  * each claim's effect before it claims.
  */
 import type Database from "better-sqlite3";
-import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import {
+  type DueJob,
+  dueOrder,
+  type FlowState,
+  keysToVisit,
+  NO_KEY,
+  planFlowClaim,
+  rateWindowMs,
+} from "../flow-plan.js";
 import type { ClaimedJob, FlowClaim, FlowLimits } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./flow-queries.js";
@@ -53,18 +61,8 @@ function claimIn(c: Connection, req: FlowRequest): FlowClaim {
   for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
     pausedUntil.set(r.key, r.until);
   const cursor = (c.q(Q.FLOW_CURSOR).get({ queue }) as { cursor: string } | undefined)?.cursor ?? null;
-  const due = new Map<string, { id: number; rn: number }[]>();
-  for (const r of c.q(Q.FLOW_DUE).all({ queue, now, limit: req.limit }) as {
-    id: number;
-    key: string;
-    rn: number;
-  }[]) {
-    const list = due.get(r.key);
-    if (list) list.push(r);
-    else due.set(r.key, [r]);
-  }
-  for (const list of due.values()) list.sort((a, b) => a.rn - b.rn);
   const state: FlowState = { now, running, claims, pausedUntil, cursor };
+  const due = dueJobs(c, queue, now, req.limit, cursor, keysToVisit(req.limit, state));
   const plan = planFlowClaim(flow, state, due, req.limit);
   const jobs: ClaimedJob[] = [];
   const claim = c.q(Q.FLOW_CLAIM_JOB);
@@ -80,6 +78,53 @@ function claimIn(c: Connection, req: FlowRequest): FlowClaim {
   if (plan.cursor !== null && plan.cursor !== cursor)
     c.q(Q.FLOW_SET_CURSOR).run({ queue, cursor: plan.cursor });
   return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+}
+
+/**
+ * Up to `limit` due jobs of each of up to `maxKeys` flow keys, the keys in rotation order (after
+ * `cursor`, then from the start), walked one index probe per key; and the jobs without a key.
+ */
+function dueJobs(
+  c: Connection,
+  queue: string,
+  now: number,
+  limit: number,
+  cursor: string | null,
+  maxKeys: number,
+): Map<string, DueJob[]> {
+  const first = c.q(Q.FLOW_FIRST_KEY);
+  const next = c.q(Q.FLOW_NEXT_KEY);
+  const keyAfter = (after: string | null) =>
+    ((after === null ? first.get({ queue }) : next.get({ queue, after })) as { key: string } | undefined)
+      ?.key ?? null;
+  const keys: string[] = [];
+  for (let k = keyAfter(cursor); k !== null && keys.length < maxKeys; k = keyAfter(k)) keys.push(k);
+  if (cursor !== null)
+    for (let k = keyAfter(null); k !== null && k <= cursor && keys.length < maxKeys; k = keyAfter(k))
+      keys.push(k);
+  const due = new Map<string, DueJob[]>();
+  const keyDue = c.q(Q.FLOW_KEY_DUE);
+  for (const key of keys) {
+    const jobs = keyDue.all({ queue, key, now, limit }) as { id: number; priority: number; run_at: number }[];
+    if (jobs.length > 0)
+      due.set(
+        key,
+        jobs.map((j) => ({ id: j.id, priority: j.priority, runAt: j.run_at })),
+      );
+  }
+  const unkeyed = c.q(Q.FLOW_UNKEYED_DUE).all({ queue, now, limit }) as {
+    id: number;
+    priority: number;
+    run_at: number;
+  }[];
+  if (unkeyed.length > 0) {
+    const list = [
+      ...(due.get(NO_KEY) ?? []),
+      ...unkeyed.map((j) => ({ id: j.id, priority: j.priority, runAt: j.run_at })),
+    ];
+    due.set(NO_KEY, list.sort(dueOrder));
+  }
+  return due;
 }
 
 export function pauseFlow(c: Connection, req: { queue: string; key: string | null; ms: number }): void {

@@ -147,7 +147,7 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
 function setFlowKeys(db: Db, statements: Statements, jobs: NewJob[], results: InsertResult[]): void {
   for (let i = 0; i < jobs.length; i++) {
     const key = jobs[i].flowKey;
-    if (key && results[i].created)
+    if (key !== undefined && key !== null && results[i].created)
       statements.get(db, FLOW_SET_KEY).run({ key, id: Number(results[i].job.id) });
   }
 }

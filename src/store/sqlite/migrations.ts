@@ -125,8 +125,12 @@ ALTER TABLE errand_jobs ADD COLUMN completed_by TEXT;
     // nullable column without a default rewrites nothing); the claims of rate-limited queues,
     // kept one window long; budgets a 429 paused ("" = the whole queue); and each queue's
     // rotation cursor (the key its last claim served). Queues without limits never touch them.
+    // errand_jobs_flow_idx holds the pending jobs that have a flow key, by key (flow.ts walks
+    // it key by key); jobs without one are not in it.
     sql: `
 ALTER TABLE errand_jobs ADD COLUMN flow_key TEXT;
+CREATE INDEX errand_jobs_flow_idx ON errand_jobs (queue, flow_key, priority DESC, run_at, id)
+  WHERE state = 'pending' AND flow_key IS NOT NULL;
 CREATE TABLE errand_flow_claims (
   queue TEXT    NOT NULL,
   key   TEXT    NOT NULL,

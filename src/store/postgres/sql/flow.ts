@@ -29,19 +29,54 @@ SELECT 'p', key, ${epochMs("paused_until")} FROM {{schema}}.flow_pauses WHERE qu
 UNION ALL
 SELECT 'k', cursor, NULL FROM {{schema}}.flow_cursors WHERE queue = $1`;
 
+/** Jobs of a queue without a flow key are looked for among its first this many due jobs. */
+export const UNKEYED_WINDOW = 500;
+
+const pendingKeyed = `queue = $1 AND state = 'pending' AND flow_key IS NOT NULL`;
+
 /**
- * Each flow key's first $2 due jobs of queue $1 in claim order (rn). It reads the queue's whole
- * due backlog (jobs_claim_idx) and sorts it by key: the cost of fairness, paid by flow-controlled
- * queues only, and growing with their due backlog.
+ * The claim's candidates: up to $2 due jobs of each of up to $4 flow keys, the keys taken in
+ * rotation order — those after the cursor $3 first, then from the start ($5: there is no cursor)
+ * — and the jobs without a flow key among the queue's first UNKEYED_WINDOW due jobs. Keys compare
+ * in "C" order (code points, as the plan sorts them) through jobs_flow_idx, which holds the
+ * pending jobs that have a key: each key is one probe of it (a loose index scan), so a tenant's
+ * backlog of 100,000 jobs costs a claim what 10 do. Rows: key ('' = none), id, priority, run_at.
  */
 export const FLOW_DUE = `
-SELECT id, key, rn FROM (
-  SELECT id, coalesce(flow_key, '') AS key,
-         row_number() OVER (PARTITION BY flow_key ORDER BY priority DESC, run_at, id) AS rn
-  FROM ${JOBS}
+WITH RECURSIVE after_keys AS (
+  (SELECT flow_key COLLATE "C" AS key, 1 AS n FROM ${JOBS}
+   WHERE ${pendingKeyed} AND flow_key COLLATE "C" > $3::text ORDER BY flow_key COLLATE "C" LIMIT 1)
+  UNION ALL
+  SELECT nk.key, a.n + 1 FROM after_keys a, LATERAL (
+    SELECT flow_key COLLATE "C" AS key FROM ${JOBS}
+    WHERE ${pendingKeyed} AND flow_key COLLATE "C" > a.key ORDER BY flow_key COLLATE "C" LIMIT 1
+  ) nk WHERE a.n < $4
+), wrap_keys AS (
+  (SELECT flow_key COLLATE "C" AS key, 1 AS n FROM ${JOBS}
+   WHERE ${pendingKeyed} AND ($5::boolean OR flow_key COLLATE "C" <= $3::text) ORDER BY flow_key COLLATE "C" LIMIT 1)
+  UNION ALL
+  SELECT nk.key, w.n + 1 FROM wrap_keys w, LATERAL (
+    SELECT flow_key COLLATE "C" AS key FROM ${JOBS}
+    WHERE ${pendingKeyed} AND flow_key COLLATE "C" > w.key AND ($5::boolean OR flow_key COLLATE "C" <= $3::text)
+    ORDER BY flow_key COLLATE "C" LIMIT 1
+  ) nk WHERE w.n < $4
+), keys AS (
+  SELECT key FROM after_keys UNION SELECT key FROM wrap_keys
+)
+SELECT k.key, j.id, j.priority, ${epochMs("j.run_at")} AS run_at
+FROM keys k, LATERAL (
+  SELECT id, priority, run_at FROM ${JOBS}
+  WHERE queue = $1 AND state = 'pending' AND flow_key COLLATE "C" = k.key AND run_at <= ${NOW}
+  ORDER BY priority DESC, run_at, id LIMIT $2
+) j
+UNION ALL
+SELECT '', u.id, u.priority, ${epochMs("u.run_at")}
+FROM (
+  SELECT id, flow_key, priority, run_at FROM ${JOBS}
   WHERE queue = $1 AND state = 'pending' AND run_at <= ${NOW}
-) d
-WHERE rn <= $2`;
+  ORDER BY priority DESC, run_at, id LIMIT ${UNKEYED_WINDOW}
+) u
+WHERE u.flow_key IS NULL`;
 
 /** Claims the jobs the plan chose ($1 ids) for worker $2 with a lease of $3 ms, as CLAIM_JOBS does. */
 export const FLOW_CLAIM = `
