@@ -29,6 +29,8 @@ export type {
   EnqueueManyItem,
   EnqueueOptions,
   ErrandEvents,
+  FlowPause,
+  FlowThrottle,
   JobEvent,
   OpenErrandOptions,
 } from "./errand-types.js";

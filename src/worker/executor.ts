@@ -149,6 +149,8 @@ export interface ExecutorDeps {
   findJob(name: string): AnyJobDefinition | undefined;
   knownJobNames(): string[];
   classify?: (err: unknown) => Classification | undefined;
+  /** A rate-limited answer paused a flow budget (the `flowPaused` event). */
+  onFlowPaused?: (pause: { queue: string; key: string | null; ms: number }) => void;
 }
 
 export interface Execution {
@@ -329,6 +331,7 @@ async function pauseFlowBudget(
   try {
     await deps.store.pauseFlow({ queue: claimed.queue, key, ms });
     log.info({ flowKey: key, pauseMs: ms }, "rate limited: flow budget paused for every worker");
+    deps.onFlowPaused?.({ queue: claimed.queue, key, ms });
   } catch (err) {
     log.warn({ err, flowKey: key }, "could not pause the flow budget; only this job waits");
   }

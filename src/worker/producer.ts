@@ -27,6 +27,8 @@ export interface ProducerHost {
   run(job: ClaimedJob, producer: Producer): Promise<void>;
   /** Test signal: the producer found fewer jobs than it asked for and waits. */
   idle(queue: string): void;
+  /** Flow control held `held` due jobs back from a claim (metrics, the `throttled` event). */
+  throttled(queue: string, held: number, retryInMs: number | null): void;
 }
 
 /**
@@ -62,10 +64,6 @@ export class Producer {
      */
     readonly flow: FlowLimits | null = null,
   ) {}
-
-  /** Claims that a flow limit held jobs back from, and the jobs held back (metrics). */
-  throttledClaims = 0;
-  heldJobs = 0;
 
   start(): void {
     this.stopped = this.loop();
@@ -170,6 +168,7 @@ export class Producer {
       if (limit === 0) break; // a bounded run's budget or time is spent
       let retryInMs: number | null = null;
       let held = 0;
+      const claimStarted = performance.now();
       try {
         if (this.flow) {
           const claim = await store.claimFlowJobs({
@@ -182,10 +181,7 @@ export class Producer {
           claimed = claim.jobs;
           held = claim.held;
           retryInMs = claim.retryInMs;
-          if (held > 0) {
-            this.throttledClaims++;
-            this.heldJobs += held;
-          }
+          if (held > 0) this.worker.throttled(this.queue, held, retryInMs);
         } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
         this.worker.returnClaims(limit - claimed.length);
         failures = 0;
@@ -208,9 +204,23 @@ export class Producer {
       this.dispatch();
       if (claimed.length < limit) {
         if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
-        // Held back by a limit: wait until its window or pause frees (a concurrency slot frees
-        // when a job ends: this worker's own wake, or the next poll for another worker's).
-        const delay = held > 0 ? Math.min(pollMs, retryInMs ?? pollMs) : await this.idleDelay(pollMs);
+        if (held > 0) {
+          // Held back by a limit: wait until its window or pause frees. A concurrency slot
+          // counts as free in the store once its outcome is written, which comes after this
+          // worker released the slot: claim again when the completer wrote it. Another
+          // worker's freed slot is seen at the next poll.
+          // retryInMs counts from when the store read its clock, early in the claim: the rest
+          // of the claim's time is already waited (each late wake would shift the windows after it).
+          const elapsed = performance.now() - claimStarted;
+          const delay = Math.min(pollMs, retryInMs === null ? pollMs : Math.max(0, retryInMs - elapsed));
+          this.worker.idle(this.queue);
+          if (this.worker.outcomeBacklog > 0) {
+            await Promise.race([this.worker.outcomesWritten(), this.wait(delay)]);
+            this.cancelWait();
+          } else await this.wait(delay);
+          continue;
+        }
+        const delay = await this.idleDelay(pollMs);
         this.worker.idle(this.queue);
         await this.wait(delay);
       }

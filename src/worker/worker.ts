@@ -195,6 +195,7 @@ export class Worker implements ProducerHost {
       findJob: this.deps.findJob,
       knownJobNames: this.deps.knownJobNames,
       classify,
+      onFlowPaused: (pause) => this.emit("flowPaused", pause),
     };
   }
 
@@ -227,6 +228,19 @@ export class Worker implements ProducerHost {
 
   idle(queue: string): void {
     this.signal("idle", queue);
+  }
+
+  throttled(queue: string, held: number, retryInMs: number | null): void {
+    this.emit("throttled", { queue, held, retryInMs });
+  }
+
+  /** Emits an errand event; a listener that throws is logged and breaks nothing. */
+  private emit(name: "throttled" | "flowPaused", info: object): void {
+    try {
+      this.deps.events.emit(name, info);
+    } catch (err) {
+      this.deps.log.error({ err, event: name }, "an event listener threw");
+    }
   }
 
   /** Emits a test signal; a listener that throws is logged and breaks nothing. */
