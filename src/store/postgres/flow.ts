@@ -5,15 +5,7 @@
  * on every host, so the running counts and claim log read here are the truth until COMMIT.
  */
 import type pg from "pg";
-import {
-  type DueJob,
-  dueOrder,
-  type FlowState,
-  keysToVisit,
-  NO_KEY,
-  planFlowClaim,
-  rateWindowMs,
-} from "../flow-plan.js";
+import { type DueJob, dueOrder, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
 import type { FlowClaim, FlowLimits, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
@@ -37,7 +29,7 @@ async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise
   const { queue, flow } = req;
   const windowMs = rateWindowMs(flow);
   await db.run("FLOW_LOCK", [`errand.flow:${db.schema}:${queue}`], client);
-  const { rows: stateRows } = await db.run("FLOW_STATE", [queue, windowMs], client);
+  const { rows } = await db.run("FLOW_READ", [queue, windowMs, req.limit], client);
   const state: FlowState = {
     now: 0,
     running: new Map(),
@@ -45,51 +37,47 @@ async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise
     pausedUntil: new Map(),
     cursor: null,
   };
-  for (const r of stateRows as Row[]) {
+  const due = new Map<string, DueJob[]>();
+  for (const r of rows as Row[]) {
     const key = r.key as string;
     const v = Number(r.v);
     if (r.kind === "n") state.now = v;
     else if (r.kind === "r") state.running.set(key, v);
     else if (r.kind === "p") state.pausedUntil.set(key, v);
     else if (r.kind === "k") state.cursor = key;
-    else {
-      const times = state.claims.get(key);
-      if (times) times.push(v);
-      else state.claims.set(key, [v]);
-    }
-  }
-  const { rows: dueRows } = await db.run(
-    "FLOW_DUE",
-    [queue, req.limit, state.cursor, keysToVisit(req.limit, state), state.cursor === null],
-    client,
-  );
-  const due = new Map<string, DueJob[]>();
-  for (const r of dueRows as Row[]) {
-    const job = { id: String(r.id), priority: Number(r.priority), runAt: Number(r.run_at) };
-    const list = due.get(r.key as string);
-    if (list) list.push(job);
-    else due.set(r.key as string, [job]);
+    else if (r.kind === "c") push(state.claims, key, v);
+    else push(due, key, { id: String(r.id), priority: Number(r.priority), runAt: v });
   }
   for (const list of due.values()) list.sort(dueOrder);
   const plan = planFlowClaim(flow, state, due, req.limit);
   if (plan.picks.length === 0) return { jobs: [], held: plan.held, retryInMs: plan.retryInMs };
-  const { rows } = await db.run(
+  const { rows: claimedRows } = await db.run(
     "FLOW_CLAIM",
-    [plan.picks.map((p) => String(p.job.id)), req.workerId, req.leaseMs],
+    [
+      plan.picks.map((p) => String(p.job.id)),
+      req.workerId,
+      req.leaseMs,
+      queue,
+      plan.picks.map((p) => p.key),
+      plan.cursor,
+      windowMs,
+    ],
     client,
   );
-  const byId = new Map((rows as Row[]).map((r) => [String(r.id), r]));
-  const claimed = plan.picks.filter((p) => byId.has(String(p.job.id)));
-  await db.run(
-    "FLOW_RECORD",
-    [queue, windowMs > 0 ? claimed.map((p) => p.key) : [], plan.cursor, windowMs],
-    client,
-  );
-  const jobs = claimed.map((p) => {
-    const row = byId.get(String(p.job.id)) as Row;
-    return { ...toClaimed(row), flowKey: (row.flow_key as string | null) ?? null };
-  });
+  const byId = new Map((claimedRows as Row[]).map((r) => [String(r.id), r]));
+  const jobs = plan.picks
+    .filter((p) => byId.has(String(p.job.id)))
+    .map((p) => {
+      const row = byId.get(String(p.job.id)) as Row;
+      return { ...toClaimed(row), flowKey: (row.flow_key as string | null) ?? null };
+    });
   return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+}
+
+function push<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }
 
 export async function pauseFlow(

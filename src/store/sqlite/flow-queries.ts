@@ -28,12 +28,12 @@ SELECT id, priority, run_at FROM errand_jobs
 WHERE queue = @queue AND state = 'pending' AND flow_key = @key AND run_at <= @now
 ORDER BY priority DESC, run_at, id LIMIT @limit`;
 
-/** Jobs without a flow key, among the queue's first 500 due jobs (errand_jobs_claim_idx). */
+/** Jobs without a flow key, among the queue's first 100 due jobs (errand_jobs_claim_idx). */
 export const FLOW_UNKEYED_DUE = `
 SELECT id, priority, run_at FROM (
   SELECT id, flow_key, priority, run_at FROM errand_jobs
   WHERE queue = @queue AND state = 'pending' AND run_at <= @now
-  ORDER BY priority DESC, run_at, id LIMIT 500
+  ORDER BY priority DESC, run_at, id LIMIT 100
 ) WHERE flow_key IS NULL LIMIT @limit`;
 
 export const FLOW_CLAIMS = "SELECT key, at FROM errand_flow_claims WHERE queue = @queue AND at > @since";
