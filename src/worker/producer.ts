@@ -59,8 +59,11 @@ export class Producer {
     readonly executor: ExecutorDeps,
     /**
      * The queue's flow limits (flow control), or null. A limited queue claims with
-     * claimFlowJobs and without read-ahead: a claimed job counts as running for every limit,
-     * so one waiting in a buffer would hold a slot (or a rate token) another worker could use.
+     * claimFlowJobs. A rate-limited one claims without read-ahead: a buffered job would take a
+     * rate token long before its handler starts. Concurrency limits keep it: a job buffered
+     * here (only when this worker's own slots are full) holds its slot for at most about
+     * `readAheadMs`, and without it a claim round trip per free slot cost non-binding limits
+     * half the throughput of no-op jobs (bench/flow-control.ts).
      */
     readonly flow: FlowLimits | null = null,
   ) {}
@@ -115,7 +118,7 @@ export class Producer {
 
   /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
   private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0 || this.flow) return;
+    if (readAheadMs === 0 || this.flow?.rate || this.flow?.keyRate) return;
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed < 50) return;

@@ -22,7 +22,8 @@ const pendingKeyed = `queue = $1 AND state = 'pending' AND flow_key IS NOT NULL`
  *   (locked_until IS NOT NULL holds the running jobs only, a few hundred at most);
  * - 'c': claim times within the rate window ($2 ms; none when 0); 'p': paused budgets; 'k': the
  *   rotation cursor (key);
- * - 'd': the candidates (id, priority, v = run_at): up to $3 due jobs of each flow key, the keys
+ * - 'd': the candidates (id, priority, v = run_at): a share of the $3 jobs wanted (ceil($3 / keys
+ *   visited); a claim takes one job per key per turn) from each flow key, the keys
  *   taken in rotation order — after the cursor first, then from the start — and the jobs without
  *   a flow key among the queue's first UNKEYED_WINDOW due jobs. Keys compare in "C" order (code
  *   points, as the plan sorts them) through jobs_flow_idx, which holds the pending jobs that have
@@ -69,7 +70,8 @@ wrap_keys AS (
     ORDER BY flow_key COLLATE "C" LIMIT 1
   ) nk WHERE w.n < (SELECT n FROM visit)
 ),
-keys AS (SELECT key FROM after_keys UNION SELECT key FROM wrap_keys)
+keys AS (SELECT key FROM after_keys UNION SELECT key FROM wrap_keys),
+key_share AS (SELECT ceil($3::float8 / greatest(1, (SELECT count(*) FROM keys)))::int AS share)
 SELECT 'n' AS kind, '' AS key, ${epochMs(NOW)} AS v, NULL::bigint AS id, NULL::int AS priority
 UNION ALL SELECT 'r', key, n, NULL, NULL FROM running
 UNION ALL SELECT 'c', key, at, NULL, NULL FROM claims
@@ -80,7 +82,7 @@ SELECT 'd', k.key, ${epochMs("j.run_at")}, j.id, j.priority
 FROM keys k, LATERAL (
   SELECT id, priority, run_at FROM ${JOBS}
   WHERE queue = $1 AND state = 'pending' AND flow_key COLLATE "C" = k.key AND run_at <= ${NOW}
-  ORDER BY priority DESC, run_at, id LIMIT $3
+  ORDER BY priority DESC, run_at, id LIMIT (SELECT share FROM key_share)
 ) j
 UNION ALL
 SELECT 'd', '', ${epochMs("u.run_at")}, u.id, u.priority
