@@ -70,6 +70,8 @@ export interface JobEvent {
 }
 
 export interface ErrandEvents {
+  /** A handler begins an attempt in this process (`startedAt` set, no outcome yet). */
+  started: [JobEvent];
   completed: [JobEvent];
   retrying: [JobEvent];
   failed: [JobEvent];

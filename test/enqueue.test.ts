@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { z } from "zod";
 import { defineJob, type Errand, type JobRecord, ValidationError } from "../src/index.js";
-import { targets, withErrand } from "./helpers/errands.js";
+import { targets, withErrand } from "./helpers/targets.js";
 
 const task = defineJob({
   name: "task",

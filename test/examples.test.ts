@@ -6,15 +6,15 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 import { openErrand, silentLogger } from "../src/index.js";
-import { postgresAvailability } from "./helpers/pg-availability.js";
+import { postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
 import { waitFor } from "./helpers/wait.js";
 
 const run = promisify(execFile);
-const env = { ...process.env, ERRAND_LOG_LEVEL: "warn", DATABASE_URL: postgresAvailability().url };
+const env = { ...process.env, ERRAND_LOG_LEVEL: "warn", DATABASE_URL: postgresUrl() };
 
 for (const [name, skip] of [
   ["sqlite", false],
-  ["postgres", postgresAvailability().skip],
+  ["postgres", await skipUnlessPostgres()],
 ] as const) {
   test(`examples/signup/${name}.ts: a rolled-back sign-up leaves no job; the committed one is sent once`, {
     skip,

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { z } from "zod";
-import { defineJob, openErrand, silentLogger, ValidationError } from "../src/index.js";
+import { createLogger, defineJob, openErrand, silentLogger, ValidationError } from "../src/index.js";
 import { waitFor } from "./helpers/wait.js";
 
 test("a function passed as the logger is a clear error at open, naming silentLogger()", async () => {
@@ -41,4 +41,55 @@ test("silentLogger() is a logger a worker runs with", async () => {
   } finally {
     await errand.close();
   }
+});
+
+/** Runs one job whose handler logs a line, with a logger writing to a buffer; returns the output. */
+async function logOfOneJob(pretty: boolean): Promise<string> {
+  const { Writable } = await import("node:stream");
+  let out = "";
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      out += String(chunk);
+      done();
+    },
+  });
+  const logger = createLogger({ level: "info", pretty, destination });
+  const errand = await openErrand({ url: "memory:", logger });
+  const sendReport = defineJob({
+    name: "send-report",
+    queue: "reports",
+    schema: z.object({}),
+    run: async (_p, ctx) => {
+      ctx.log.info("report sent");
+    },
+  });
+  try {
+    const job = await errand.enqueue(sendReport, {});
+    const worker = errand.work({ reports: { concurrency: 1 } }, { pollInterval: 20 });
+    await waitFor(async () => (await errand.getJob(job.id))?.state === "completed", "the job to complete");
+    await worker.stop();
+  } finally {
+    await errand.close();
+  }
+  return out;
+}
+
+test("a handler's log line names the job under its own key, once (JSON lines)", async () => {
+  const line = (await logOfOneJob(false)).split("\n").find((l) => l.includes("report sent"));
+  assert.ok(line, "the handler's line was written");
+  assert.equal(line.match(/"name":/g)?.length, 1, `one "name" key: ${line}`);
+  const parsed = JSON.parse(line);
+  assert.equal(parsed.name, "errand");
+  assert.equal(parsed.job, "send-report");
+  assert.equal(parsed.queue, "reports");
+});
+
+test("the terminal format shows the job's name", async () => {
+  const out = await logOfOneJob(true);
+  const at = out.indexOf("report sent");
+  assert.ok(at >= 0, "the handler's line was written");
+  // pino-pretty prints a line's fields on the lines under it, up to the next timestamped line.
+  const next = out.indexOf("\n[", at);
+  const entry = out.slice(at, next < 0 ? undefined : next);
+  assert.match(entry, /job: "send-report"/, entry);
 });

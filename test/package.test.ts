@@ -19,12 +19,12 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
-import { postgresAvailability } from "./helpers/pg-availability.js";
+import { postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
 
 const exec = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
-const pgSkip = postgresAvailability().skip;
+const pgSkip = await skipUnlessPostgres();
 
 let dir: string;
 let app: string;
@@ -108,12 +108,12 @@ test("the same app.mjs on PostgreSQL, with the README's ERRAND_URL form", { skip
   assert.match(README, /^ERRAND_URL=postgres:\/\/\S+ node app\.mjs$/m);
   // A database of its own (the README's is `postgres`; the shared test server keeps it clean).
   const database = `errand_readme_${process.pid}`;
-  const admin = new pg.Client({ connectionString: postgresAvailability().url });
+  const admin = new pg.Client({ connectionString: postgresUrl() });
   await admin.connect();
   try {
     await admin.query(`DROP DATABASE IF EXISTS ${database}`);
     await admin.query(`CREATE DATABASE ${database}`);
-    const url = new URL(postgresAvailability().url);
+    const url = new URL(postgresUrl());
     url.pathname = `/${database}`;
     await fiveMinutes({ ERRAND_URL: url.toString() }, ["--url", url.toString()]);
   } finally {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand } from "../src/index.js";
-import { targets, withErrand } from "./helpers/errands.js";
+import { targets, withErrand } from "./helpers/targets.js";
 import { sleep, waitFor } from "./helpers/wait.js";
 
 /**

@@ -7,10 +7,11 @@ import { test } from "node:test";
 import pg from "pg";
 import { z } from "zod";
 import { defineJob, openErrand, silentLogger } from "../src/index.js";
-import { postgresAvailability } from "./helpers/pg-availability.js";
+import { postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
 import { waitFor } from "./helpers/wait.js";
 
-const { url, skip } = postgresAvailability();
+const url = postgresUrl();
+const skip = await skipUnlessPostgres();
 
 test("two errand instances on two databases each run only their own queues", { skip }, async () => {
   const otherUrl = url.replace(/\/[^/?]+(\?|$)/, "/postgres$1");

@@ -13,7 +13,8 @@ import {
   RetryableError,
   ValidationError,
 } from "../src/index.js";
-import { targets, withErrand } from "./helpers/errands.js";
+import { testClock } from "./helpers/clock.js";
+import { targets, withErrand } from "./helpers/targets.js";
 import { waitFor, within } from "./helpers/wait.js";
 
 const fast = { base: 5, max: 20, jitter: 0 };
@@ -290,78 +291,93 @@ for (const target of targets) {
         assert.deepEqual(done.result, { receipt: "r-7" });
       }));
 
-    test("a job whose worker died comes back after its lease and completes (outcome lost in the history)", () =>
-      withErrand(target, async (errand) => {
-        const job = defineJob({ name: "survivor", queue: "q", schema: z.object({}), run: () => "done" });
-        const enqueued = await errand.enqueue(job, {});
-        // A worker that claims and then dies: it never heartbeats or finishes.
-        const [claimed] = await errand.store.claimJobs({
-          queue: "q",
-          limit: 1,
-          workerId: "dead-worker",
-          leaseMs: 100,
-        });
-        assert.equal(claimed.id, enqueued.id);
-        const worker = errand.work(
-          { q: { concurrency: 1 } },
-          { pollInterval: 20, lease: 300, rescueInterval: 30 },
-        );
-        const done = await finalState(errand, enqueued.id);
-        await worker.stop();
-        assert.equal(done.state, "completed");
-        assert.deepEqual(
-          done.attempts.map((a) => [a.outcome, a.worker]),
-          [
-            ["lost", "dead-worker"],
-            ["completed", worker.id],
-          ],
-        );
-        assert.equal(done.attempt, 2);
-      }));
+    test("a job whose worker died comes back after its lease and completes (outcome lost in the history)", () => {
+      const clock = testClock();
+      return withErrand(
+        target,
+        async (errand) => {
+          const job = defineJob({ name: "survivor", queue: "q", schema: z.object({}), run: () => "done" });
+          const enqueued = await errand.enqueue(job, {});
+          // A worker that claims and then dies: it never heartbeats or finishes.
+          const [claimed] = await errand.store.claimJobs({
+            queue: "q",
+            limit: 1,
+            workerId: "dead-worker",
+            leaseMs: 100,
+          });
+          assert.equal(claimed.id, enqueued.id);
+          const worker = errand.work(
+            { q: { concurrency: 1 } },
+            { pollInterval: 20, lease: 300, rescueInterval: 30 },
+          );
+          clock.advance(101); // the dead worker's lease runs out
+          const done = await finalState(errand, enqueued.id);
+          await worker.stop();
+          assert.equal(done.state, "completed");
+          assert.deepEqual(
+            done.attempts.map((a) => [a.outcome, a.worker]),
+            [
+              ["lost", "dead-worker"],
+              ["completed", worker.id],
+            ],
+          );
+          assert.equal(done.attempt, 2);
+        },
+        { clock },
+      );
+    });
 
-    test("test signals: idle when nothing is due, heartbeat after leases are extended, rescued with the jobs", () =>
-      withErrand(target, async (errand) => {
-        let release!: () => void;
-        const gate = new Promise<void>((r) => (release = r));
-        const job = defineJob({ name: "held", queue: "q", schema: z.object({}), run: () => gate });
-        errand.register(job);
-        const orphan = await errand.enqueue(job, {});
-        // A dead worker's claim: its lease expires and the rescuer returns the job.
-        // 300 ms: long enough that the rescuer's first pass, at start, finds it still held and the
-        // first claim finds nothing (the idle signal).
-        await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "dead-worker", leaseMs: 300 });
-        const worker = errand.work(
-          { q: { concurrency: 1 } },
-          { pollInterval: 5000, lease: 2000, heartbeat: 50, rescueInterval: 30 },
-        );
-        const idle = await within(once(worker.signals, "idle"), 5000, "the idle signal");
-        assert.deepEqual(idle, ["q"]);
-        const rescued = await within(
-          (async () => {
-            for (;;) {
-              const [jobs] = await once(worker.signals, "rescued");
-              if (jobs.some((j: { id: string }) => j.id === orphan.id)) return jobs;
-            }
-          })(),
-          5000,
-          "a rescue pass that returns the orphan",
-        );
-        assert.equal(rescued.length, 1);
-        const running = await waitFor(async () => {
-          const j = await errand.getJob(orphan.id);
-          return j?.state === "running" && j.lockedBy === worker.id ? j : null;
-        }, "the rescued job to run on this worker");
-        await within(once(worker.signals, "heartbeat"), 5000, "a heartbeat");
-        await within(once(worker.signals, "heartbeat"), 5000, "a second heartbeat");
-        const extended = await errand.getJob(orphan.id);
-        assert.ok(
-          (extended?.lockedUntil?.getTime() ?? 0) > (running.lockedUntil?.getTime() ?? Infinity),
-          "the heartbeat extended the lease",
-        );
-        release();
-        await finalState(errand, orphan.id);
-        assert.deepEqual(await worker.stop(), { clean: true, released: 0 });
-      }));
+    test("test signals: idle when nothing is due, heartbeat after leases are extended, rescued with the jobs", () => {
+      const clock = testClock();
+      return withErrand(
+        target,
+        async (errand) => {
+          let release!: () => void;
+          const gate = new Promise<void>((r) => (release = r));
+          const job = defineJob({ name: "held", queue: "q", schema: z.object({}), run: () => gate });
+          errand.register(job);
+          const orphan = await errand.enqueue(job, {});
+          // A dead worker's claim: its lease expires (when the test moves the store's clock) and the
+          // rescuer returns the job. Until then the rescuer finds it held and the first claim finds
+          // nothing (the idle signal).
+          await errand.store.claimJobs({ queue: "q", limit: 1, workerId: "dead-worker", leaseMs: 300 });
+          const worker = errand.work(
+            { q: { concurrency: 1 } },
+            { pollInterval: 5000, lease: 2000, heartbeat: 50, rescueInterval: 30 },
+          );
+          const idle = await within(once(worker.signals, "idle"), 5000, "the idle signal");
+          assert.deepEqual(idle, ["q"]);
+          clock.advance(301);
+          const rescued = await within(
+            (async () => {
+              for (;;) {
+                const [jobs] = await once(worker.signals, "rescued");
+                if (jobs.some((j: { id: string }) => j.id === orphan.id)) return jobs;
+              }
+            })(),
+            5000,
+            "a rescue pass that returns the orphan",
+          );
+          assert.equal(rescued.length, 1);
+          const running = await waitFor(async () => {
+            const j = await errand.getJob(orphan.id);
+            return j?.state === "running" && j.lockedBy === worker.id ? j : null;
+          }, "the rescued job to run on this worker");
+          clock.advance(10); // so that an extension moves lockedUntil
+          await within(once(worker.signals, "heartbeat"), 5000, "a heartbeat");
+          await within(once(worker.signals, "heartbeat"), 5000, "a second heartbeat");
+          const extended = await errand.getJob(orphan.id);
+          assert.ok(
+            (extended?.lockedUntil?.getTime() ?? 0) > (running.lockedUntil?.getTime() ?? Infinity),
+            "the heartbeat extended the lease",
+          );
+          release();
+          await finalState(errand, orphan.id);
+          assert.deepEqual(await worker.stop(), { clean: true, released: 0 });
+        },
+        { clock },
+      );
+    });
 
     test("graceful stop lets a running job finish; past the hard timeout it is released uncharged", () =>
       withErrand(target, async (errand) => {

@@ -4,7 +4,10 @@ import type { FetchHandler } from "./types.js";
 
 /**
  * Adapts a Fetch handler to Node's `(req, res)` for node:http, Express and Fastify (`reply.raw`).
- * The body is streamed through untouched; routes enforce their own size limits.
+ * The body is streamed through untouched; routes enforce their own size limits. When a body parser
+ * mounted before errand (`express.json()`, `express.urlencoded()`, `express.raw()`) has read the
+ * stream already, the body it left on `req.body` is used instead: reading the stream again is
+ * what failed with "Response body object should not be disturbed or locked".
  */
 export function toNodeHandler(handler: FetchHandler) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -21,12 +24,17 @@ export function toNodeHandler(handler: FetchHandler) {
       }
       const method = req.method ?? "GET";
       const hasBody = method !== "GET" && method !== "HEAD";
-      const request = new Request(url, {
-        method,
-        headers,
-        body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined,
-        duplex: "half",
-      } as RequestInit);
+      let body: BodyInit | undefined;
+      if (hasBody) {
+        const parsed = bodyAlreadyRead(req);
+        if (parsed === undefined) body = Readable.toWeb(req) as ReadableStream;
+        else {
+          body = parsed;
+          headers.delete("content-length");
+          headers.delete("transfer-encoding");
+        }
+      }
+      const request = new Request(url, { method, headers, body, duplex: "half" } as RequestInit);
       const response = await handler(request);
       res.statusCode = response.status;
       for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
@@ -44,4 +52,26 @@ export function toNodeHandler(handler: FetchHandler) {
       } else res.destroy();
     }
   };
+}
+
+/**
+ * The body a parser has already read from `req`, encoded back to what the client sent (JSON for
+ * a parsed JSON body, form encoding for a parsed form), or undefined when the stream is unread.
+ * body-parser marks what it read with `req._body`; a stream that has ended was read by someone.
+ */
+function bodyAlreadyRead(req: IncomingMessage): string | Uint8Array<ArrayBuffer> | undefined {
+  const { body, _body: parsedByBodyParser } = req as IncomingMessage & { body?: unknown; _body?: unknown };
+  if (parsedByBodyParser !== true && !req.readableEnded) return undefined;
+  if (body === undefined || body === null) return "";
+  if (typeof body === "string") return body;
+  if (body instanceof Uint8Array) return new Uint8Array(body); // express.raw(): a Buffer
+  const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+  if (type === "application/x-www-form-urlencoded" && typeof body === "object") {
+    const form = new URLSearchParams();
+    for (const [name, value] of Object.entries(body as Record<string, unknown>)) {
+      for (const v of Array.isArray(value) ? value : [value]) form.append(name, String(v));
+    }
+    return form.toString();
+  }
+  return JSON.stringify(body);
 }

@@ -236,14 +236,23 @@ function ids(items: Pending[]): string[] {
 }
 
 /**
+ * What a TypeError or RangeError says when it is about the value: JSON.stringify's "Do not know
+ * how to serialize a BigInt" and "Converting circular structure to JSON", V8's "Invalid string
+ * length", better-sqlite3's "can only bind numbers, strings, bigints, buffers, and null". Any
+ * other TypeError (a driver's "Cannot read properties of null" on a torn connection) says
+ * nothing about the data: the outcome is retried, and given up only after MAX_STRIKES.
+ */
+const ABOUT_THE_VALUE = /serializ|circular|BigInt|Invalid string length|can only bind/i;
+
+/**
  * Whether a write failed because of the data it carried rather than the store being unreachable:
- * errand's own ValidationError, a value JavaScript cannot serialise (TypeError, RangeError,
- * DataCloneError), a PostgreSQL data exception (SQLSTATE class 22: NUL in text, invalid JSON
- * escapes) or program limit (54), SQLite's "string or blob too big".
+ * errand's own ValidationError, a value JavaScript cannot serialise (a TypeError or RangeError
+ * naming it, DataCloneError), a PostgreSQL data exception (SQLSTATE class 22: NUL in text,
+ * invalid JSON escapes) or program limit (54), SQLite's "string or blob too big".
  */
 export function isUnstorable(err: unknown): boolean {
   try {
-    if (err instanceof TypeError || err instanceof RangeError) return true;
+    if (err instanceof TypeError || err instanceof RangeError) return ABOUT_THE_VALUE.test(err.message);
     const { code, name } = err as { code?: unknown; name?: unknown };
     if (name === "DataCloneError") return true;
     if (code === "ERR_VALIDATION" || code === "SQLITE_TOOBIG") return true;

@@ -78,7 +78,7 @@ export class ActiveJob implements JobContext {
   get log(): Logger {
     this.childLog ??= this.deps.log.child({
       jobId: this.claimed.id,
-      name: this.claimed.name,
+      job: this.claimed.name,
       queue: this.claimed.queue,
       attempt: this.claimed.attempt,
     });

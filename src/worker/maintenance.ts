@@ -95,7 +95,7 @@ export async function rescueExpiredLeases(
   const rescued = await store.rescueExpiredLeases();
   for (const job of rescued) {
     log.warn(
-      { jobId: job.id, name: job.name, queue: job.queue, attempt: job.attempt, state: job.state },
+      { jobId: job.id, job: job.name, queue: job.queue, attempt: job.attempt, state: job.state },
       "rescued a job whose lease expired (its worker stopped heartbeating)",
     );
     events.emit("lost", job);

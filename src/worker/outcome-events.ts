@@ -31,3 +31,16 @@ export function emitOutcome(
     log.error({ err, event }, "an event listener threw");
   }
 }
+
+/**
+ * Emits `started` as a handler begins (before its first line runs): the job, and when this
+ * worker started it. Built only when someone listens.
+ */
+export function emitStarted(events: EventEmitter, log: Logger, active: ActiveJob): void {
+  if (events.listenerCount("started") === 0) return;
+  try {
+    events.emit("started", { job: active.job, startedAt: new Date(active.startedAt) });
+  } catch (err) {
+    log.error({ err, event: "started" }, "an event listener threw");
+  }
+}

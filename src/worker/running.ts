@@ -6,7 +6,7 @@ import { JobAbort } from "./abort.js";
 import type { Completer } from "./completer.js";
 import { crashedOutcome, jobScope } from "./crash.js";
 import { ActiveJob, executeJob } from "./executor.js";
-import { EVENT_OF, emitOutcome } from "./outcome-events.js";
+import { EVENT_OF, emitOutcome, emitStarted } from "./outcome-events.js";
 import type { Producer } from "./producer.js";
 
 export interface RunningJobsDeps {
@@ -39,6 +39,7 @@ export class RunningJobs {
     let released = false;
     this.deps.started(claimed);
     try {
+      emitStarted(events, log, active);
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
       const execution = await jobScope.run(claimed.id, () => executeJob(active, producer.executor));
       const crash = this.crashCharged.get(claimed.id);
@@ -59,7 +60,7 @@ export class RunningJobs {
       const applied = await this.deps.completer.finish(execution.outcome, claimed.attempt);
       if (!applied) {
         log.warn(
-          { jobId: claimed.id, name: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
+          { jobId: claimed.id, job: claimed.name, queue: claimed.queue, attempt: claimed.attempt },
           "outcome rejected: the lease was lost (the job was rescued or taken over)",
         );
         return;

@@ -16,15 +16,11 @@
  */
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { describe, test } from "node:test";
 import { openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition, JobRecord } from "../../src/job.js";
-import { openPostgresStore } from "../../src/store/postgres/index.js";
-import { openSqliteStore } from "../../src/store/sqlite/index.js";
-import type { Store } from "../../src/store/types.js";
 import { clock } from "../fixtures/chaos-jobs.js";
-import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { sqlTargets } from "../helpers/targets.js";
 import {
   allJobs,
   CLI,
@@ -45,50 +41,15 @@ import {
 const HOURS_3 = 3 * 3_600_000;
 const LEASE_MS = 1000;
 
-interface Target {
-  name: string;
-  skip: string | false;
-  open(dir: string): Promise<{ store: Store; url: string; schema?: string; cleanup(): Promise<void> }>;
-}
-
-const pgSkip = await skipUnlessPostgres();
-const targets: Target[] = [
-  {
-    name: "sqlite",
-    skip: false,
-    async open(dir) {
-      const url = join(dir, "errand.db");
-      const store = openSqliteStore({ path: url });
-      await store.migrate();
-      return { store, url, cleanup: () => store.close() };
-    },
-  },
-  {
-    name: "postgres",
-    skip: pgSkip,
-    async open() {
-      const schema = freshSchemaName("errand_clock");
-      const url = postgresUrl();
-      const store = openPostgresStore({ url, schema, poolSize: 2 });
-      await store.migrate();
-      return {
-        store,
-        url,
-        schema,
-        async cleanup() {
-          await store.close();
-          await dropSchema(schema, url);
-        },
-      };
-    },
-  },
-];
-
-for (const target of targets) {
+for (const target of sqlTargets) {
   describe(`clock independence on ${target.name}`, { skip: target.skip }, () => {
     test("workers hours off honour leases, delays and schedules", { timeout: 240_000 }, async () => {
       const dir = scratchDir(`errand-clock-${target.name}-`);
-      const { store, url, schema, cleanup } = await target.open(dir);
+      const { store, url, schema, cleanup } = await target.openStore({
+        dir,
+        poolSize: 2,
+        schemaPrefix: "errand_clock",
+      });
       const procs: Proc[] = [];
       const errand = await openErrand({
         store,

@@ -12,13 +12,13 @@ import { z } from "zod";
 import { defineJob } from "../../src/index.js";
 import type { PostgresStore } from "../../src/store/postgres/index.js";
 import type { SqliteStore } from "../../src/store/sqlite/index.js";
-import { targets } from "../helpers/errands.js";
+import { targets } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {
   describe(`exactly-once effects on ${target.name}`, { skip: target.skip }, () => {
     test("a ledger entry made inside completeInTransaction rolls back with it", async () => {
-      const { errand, cleanup } = await target.open();
+      const { errand, cleanup } = await target.openErrand();
       try {
         const memoryEffects: string[] = [];
         let effect: (tx: unknown, id: string) => Promise<void>;

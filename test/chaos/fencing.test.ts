@@ -16,11 +16,8 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
-import { openPostgresStore } from "../../src/store/postgres/index.js";
-import { openSqliteStore } from "../../src/store/sqlite/index.js";
-import type { Store } from "../../src/store/types.js";
 import { hold } from "../fixtures/chaos-jobs.js";
-import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { type StoreTarget, sqlTargets } from "../helpers/targets.js";
 import {
   killAll,
   type Proc,
@@ -34,55 +31,28 @@ import {
   whenReady,
 } from "./harness.js";
 
-interface Target {
-  name: string;
-  skip: string | false;
-  open(dir: string): Promise<{ store: Store; env: Record<string, string>; cleanup(): Promise<void> }>;
-}
-
-// The shared test server, in a schema of this test's own (never restarted or cut here).
-// skipUnlessPostgres: skipped with a message when unreachable, a failure when CI=true.
-const pgSkip = await skipUnlessPostgres();
-const targets: Target[] = [
-  {
-    name: "sqlite",
-    skip: false,
-    async open(dir) {
-      const path = join(dir, "errand.db");
-      const store = openSqliteStore({ path });
-      await store.migrate();
-      return { store, env: { CHAOS_URL: path }, cleanup: () => store.close() };
-    },
-  },
-  {
-    name: "postgres",
-    skip: pgSkip,
-    async open() {
-      const schema = freshSchemaName("errand_fence");
-      const store = openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 });
-      await store.migrate();
-      return {
-        store,
-        env: { CHAOS_URL: postgresUrl(), CHAOS_SCHEMA: schema },
-        async cleanup() {
-          await store.close();
-          await dropSchema(schema, postgresUrl());
-        },
-      };
-    },
-  },
-];
+// The SQL stores, from the one registry: SQLite in the test's scratch folder, Postgres in a schema
+// of this test's own on the shared server (never restarted or cut here); Postgres is skipped with a
+// message when unreachable, a failure when CI is set.
+const open = async (target: StoreTarget, dir: string) => {
+  const { store, url, schema, cleanup } = await target.openStore({
+    dir,
+    poolSize: 2,
+    schemaPrefix: "errand_fence",
+  });
+  return { store, env: { CHAOS_URL: url, ...(schema ? { CHAOS_SCHEMA: schema } : {}) }, cleanup };
+};
 
 const MODES = ["complete", "fail", "retry", "tx"] as const;
 const LATE_KIND = { complete: "completed", fail: "failed", retry: "retry", tx: "tx" } as const;
 
-for (const target of targets) {
+for (const target of sqlTargets) {
   describe(`fencing on ${target.name}`, { skip: target.skip }, () => {
     test("a worker paused past its lease cannot complete, fail or retry the job another worker took over", {
       timeout: 180_000,
     }, async () => {
       const dir = scratchDir(`errand-fence-${target.name}-`);
-      const { store, env, cleanup } = await target.open(dir);
+      const { store, env, cleanup } = await open(target, dir);
       const procs: Proc[] = [];
       const t0 = Date.now();
       const step = (what: string) =>

@@ -9,12 +9,12 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import pg from "pg";
-import { postgresAvailability } from "../helpers/pg-availability.js";
+import { postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
 import { exitOf, FIXTURE_JOBS, hasStack, run, scratch, start, waitFor } from "./helpers.js";
 
 const jobs = ["--jobs", FIXTURE_JOBS];
-const pgSkip = postgresAvailability().skip;
-const PG = postgresAvailability().url;
+const pgSkip = await skipUnlessPostgres();
+const PG = postgresUrl();
 
 /** The Postgres test URL with a password put in it `how`: in the userinfo or as a parameter. */
 function withPassword(how: "userinfo" | "param", password: string): string {

@@ -2,18 +2,19 @@
  * Model-based test of the Store contract: fast-check generates random sequences of
  * operations (insert, claim, extend, finish with every outcome kind, let a lease expire,
  * rescue, cancel, retry, discard, prune, progress) and runs each against a real store
- * from ./stores.ts AND against the small reference model below, written from docs/semantics.md
- * (it does not reuse src/store/shared.ts). After every step the observable state must
+ * of the one registry (test/helpers/targets.ts) AND against the small reference model below,
+ * written from docs/semantics.md (it does not reuse src/store/shared.ts). After every step the observable state must
  * agree: each job's state, attempt, history length, cancel flag, due time; what claim
  * returns, in which order; which writes a lease token still fences in.
  * Any divergence fails with fast-check's shrunk counterexample.
  *
- * Time is real, because SQL stores use the database clock: a "short" lease is 20 ms and
- * the command that takes one waits 35 ms, so it has expired when the command ends, while
- * "long" leases (60 s) never expire during a run. Due times are either now or an hour
- * ahead, so which jobs are claimable never depends on timing. Each step ends with a 2 ms
- * pause so that two steps never share a millisecond: run_at values read back from a store
- * (truncated to ms) then order jobs exactly as the store's own clock did.
+ * Time is a test clock each store reads instead of its database's (test/helpers/clock.ts), and
+ * it moves only when a command moves it: a "short" lease is 20 ms and the command that takes one
+ * moves the clock 35 ms, so it has expired when the command ends, while "long" leases (60 s)
+ * never expire during a run. Due times are either now or an hour ahead, so which jobs are
+ * claimable never depends on timing. Each step ends by moving the clock 2 ms so that two steps
+ * never share a millisecond: run_at values read back from a store (truncated to ms) then order
+ * jobs exactly as the store's own clock did.
  *
  * Runs: ERRAND_MODEL_RUNS (default 25) of up to 30 commands per store, after a seed insert.
  * Consecutive passing runs share one store, emptied in between (see `drain`).
@@ -23,7 +24,8 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { JobRecord, JobState } from "../../src/job.js";
 import type { Lease, Outcome, OutcomeKind, Store } from "../../src/store/types.js";
-import { type OpenedStore, type StoreFactory, stores } from "./stores.js";
+import { type TestClock, testClock } from "../helpers/clock.js";
+import { type OpenedStore, type StoreTarget, targets } from "../helpers/targets.js";
 
 const HOUR = 3_600_000;
 const LONG_LEASE = 60_000;
@@ -32,8 +34,6 @@ const SHORT_WAIT = 35;
 const STEP_GAP = 2;
 const SLACK_MS = 5;
 type Queue = "a" | "b";
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------- the reference model
 
@@ -74,6 +74,8 @@ interface Model {
 
 interface Real {
   store: Store;
+  /** The store's test clock: time passes only when a command moves it. */
+  clock: TestClock;
   /** Store id of each model job, by seq. */
   ids: string[];
   /** Store leases, parallel to model.leases. */
@@ -174,7 +176,7 @@ abstract class Cmd implements fc.AsyncCommand<Model, Real> {
   }
   async run(m: Model, r: Real): Promise<void> {
     await this.step(m, r);
-    await sleep(STEP_GAP);
+    r.clock.advance(STEP_GAP);
     await compare(m, r, this.toString());
   }
   protected abstract step(m: Model, r: Real): Promise<void>;
@@ -320,7 +322,7 @@ class ClaimCmd extends Cmd {
       r.leases.push({ id: claimed[i].id, leaseToken: claimed[i].leaseToken });
     }
     if (this.short && expected.length > 0) {
-      await sleep(SHORT_WAIT);
+      r.clock.advance(SHORT_WAIT);
       for (const job of expected) job.expired = true;
     }
   }
@@ -349,7 +351,7 @@ class ExtendCmd extends Cmd {
     assert.equal(status.cancelRequested, job.cancelRequested, `${this}: cancelRequested`);
     job.expired = false;
     if (this.short) {
-      await sleep(SHORT_WAIT);
+      r.clock.advance(SHORT_WAIT);
       job.expired = true;
     }
   }
@@ -553,7 +555,7 @@ class PruneCmd extends Cmd {
     super();
   }
   protected async step(m: Model, r: Real): Promise<void> {
-    await sleep(5); // everything finished so far is now older than 1 ms
+    r.clock.advance(5); // everything finished so far is now older than 1 ms
     const n = await r.store.pruneFinished({ completedAgeMs: 1, failedAgeMs: this.failedToo ? 1 : HOUR });
     const gone = m.jobs.filter(
       (j) =>
@@ -656,25 +658,31 @@ async function drain(m: Model, r: Real): Promise<boolean> {
   }
   for (const job of m.jobs)
     if (!job.deleted && job.state === "pending") await r.store.cancelJob(r.ids[job.seq]);
-  await sleep(5);
+  r.clock.advance(5);
   await r.store.pruneFinished({ completedAgeMs: 1, failedAgeMs: 1 });
   return (await r.store.listJobs({ limit: 1 })).jobs.length === 0;
 }
 
-function modelSuite(factory: StoreFactory): void {
+/** A fresh store on a test clock of its own. */
+async function openClocked(target: StoreTarget): Promise<OpenedStore & { clock: TestClock }> {
+  const clock = testClock();
+  return { ...(await target.openStore({ clock })), clock };
+}
+
+function modelSuite(target: StoreTarget): void {
   test("agrees with the reference model on random operation sequences", async () => {
     // One store for consecutive runs while they pass and drain; a failed run gets a fresh one.
-    let current: OpenedStore | null = null;
+    let current: (OpenedStore & { clock: TestClock }) | null = null;
     try {
       await fc.assert(
         fc.asyncProperty(
           seedCmd,
           fc.commands(commands, { maxCommands: 30, size: "max" }),
           async (seed, cmds) => {
-            const opened = current ?? (await factory.open());
+            const opened = current ?? (await openClocked(target));
             current = null;
             const model: Model = { jobs: [], leases: [] };
-            const real: Real = { store: opened.store, ids: [], leases: [] };
+            const real: Real = { store: opened.store, clock: opened.clock, ids: [], leases: [] };
             let reusable = false;
             try {
               await seed.run(model, real);
@@ -700,6 +708,6 @@ function modelSuite(factory: StoreFactory): void {
   });
 }
 
-for (const factory of stores) {
-  describe(`${factory.name} (model)`, { skip: factory.skip || false }, () => modelSuite(factory));
+for (const target of targets) {
+  describe(`${target.name} (model)`, { skip: target.skip || false }, () => modelSuite(target));
 }

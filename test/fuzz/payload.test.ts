@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { defineJob, type Errand, ValidationError } from "../../src/index.js";
-import { targets } from "../helpers/errands.js";
+import { targets } from "../helpers/targets.js";
 
 const RUNS = Number(process.env.ERRAND_FUZZ_RUNS ?? 60);
 
@@ -123,7 +123,7 @@ for (const target of targets) {
     test("a payload is stored and read back as its JSON form, or refused with a ValidationError", {
       timeout: 300_000,
     }, async () => {
-      const { errand, cleanup } = await target.open({ jobs: [sink as never] });
+      const { errand, cleanup } = await target.openErrand({ jobs: [sink as never] });
       try {
         await fc.assert(
           fc.asyncProperty(payload, async (p) => {
@@ -159,7 +159,7 @@ for (const target of targets) {
     });
 
     test("deep nesting is refused with a ValidationError naming the limit", async () => {
-      const { errand, cleanup } = await target.open({ jobs: [sink as never] });
+      const { errand, cleanup } = await target.openErrand({ jobs: [sink as never] });
       try {
         for (const depth of [600, 2_500, 4_000, 50_000]) {
           let v: unknown = "bottom";
@@ -180,7 +180,7 @@ for (const target of targets) {
     });
 
     test("a backslash-u0000 text is not a NUL: every store keeps it", async () => {
-      const { errand, cleanup } = await target.open({ jobs: [sink as never] });
+      const { errand, cleanup } = await target.openErrand({ jobs: [sink as never] });
       try {
         // Six characters, backslash first: JSON text, not a NUL character.
         const path = { path: "C:\\u0000\\dir", nested: { "k\\u0000": 1 }, even: "\\\\u0000" };
@@ -192,7 +192,7 @@ for (const target of targets) {
     });
 
     test("enqueueMany with one bad item stores nothing", { timeout: 300_000 }, async () => {
-      const { errand, cleanup } = await target.open({ jobs: [sink as never] });
+      const { errand, cleanup } = await target.openErrand({ jobs: [sink as never] });
       try {
         const bad = fc.constantFrom<unknown>(
           { s: "\u0000" },

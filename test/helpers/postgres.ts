@@ -30,7 +30,7 @@ let probe: Promise<string | null> | undefined;
 /** null when the server answers, else why not. Probed once per process. */
 export function postgresUnreachable(): Promise<string | null> {
   probe ??= (async () => {
-    const client = new pg.Client({ connectionString: postgresUrl(), connectionTimeoutMillis: 3_000 });
+    const client = new pg.Client({ connectionString: postgresUrl(), connectionTimeoutMillis: 10_000 });
     client.on("error", () => {});
     try {
       await client.connect();

@@ -19,7 +19,7 @@ import {
   toNodeHandler,
 } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
-import { targets } from "../helpers/errands.js";
+import { targets } from "../helpers/targets.js";
 
 const SECRET = "tick-secret-0123456789abcdef";
 
@@ -93,7 +93,10 @@ for (const target of targets) {
           },
         }),
       });
-      const opened = await target.open({ jobs: [work, report] as unknown as AnyJobDefinition[], logger });
+      const opened = await target.openErrand({
+        jobs: [work, report] as unknown as AnyJobDefinition[],
+        logger,
+      });
       const { errand } = opened;
       errand.schedule("daily-report", "0 0 * * *", report, {});
       await errand.syncSchedules();

@@ -10,7 +10,8 @@ import { describe, test } from "node:test";
 import { z } from "zod";
 import { createLogger, defineJob, type Errand, type JobRecord, openErrand } from "../../src/index.js";
 import type { Outcome, Store } from "../../src/store/types.js";
-import { type ErrandTarget, targets } from "../helpers/errands.js";
+import { isUnstorable } from "../../src/worker/completer.js";
+import { type StoreTarget, targets } from "../helpers/targets.js";
 import { waitFor, within } from "../helpers/wait.js";
 
 /** The store with some methods replaced; everything else is the real store's. */
@@ -38,11 +39,11 @@ function capturingLogger() {
 
 /** An errand over `target`'s fresh store with some of its methods wrapped. */
 async function withWrapped(
-  target: ErrandTarget,
+  target: StoreTarget,
   overrides: (real: Store) => Partial<Store>,
   fn: (errand: Errand, lines: ReturnType<typeof capturingLogger>["lines"]) => Promise<void>,
 ): Promise<void> {
-  const base = await target.open();
+  const base = await target.openErrand();
   const { logger, lines } = capturingLogger();
   const errand = await openErrand({
     store: wrapStore(base.errand.store, overrides(base.errand.store)),
@@ -118,6 +119,35 @@ for (const target of targets) {
             (l) => l.msg === "the store refused this job's outcome; recording it as failed",
           );
           assert.deepEqual(named.map((l) => l.jobId).sort(), [ids[11], ids[3]].sort());
+        },
+      );
+    });
+
+    test("a driver's own TypeError (not about the data) does not fail the job", async () => {
+      // A bug or a torn connection inside a driver surfaces as a TypeError too; only a refusal
+      // that names the value (a BigInt, a circular structure, a string too long) is about the data.
+      let faults = 2;
+      let target_id: string | null = null;
+      await withWrapped(
+        target,
+        (real) => ({
+          async finishJobs(outcomes: Outcome[]) {
+            if (faults > 0 && outcomes.some((o) => o.id === target_id)) {
+              faults--;
+              throw new TypeError("Cannot read properties of null (reading 'query')");
+            }
+            return real.finishJobs(outcomes);
+          },
+        }),
+        async (errand) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 3; i++) ids.push((await errand.enqueue(job, { i })).id);
+          target_id = ids[1];
+          const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 50 });
+          const jobs = await finished(errand, ids);
+          await within(worker.stop(), 15_000, "worker.stop()");
+          assert.equal(faults, 0, "the fault was injected");
+          for (const j of jobs) assert.equal(j.state, "completed", `job ${j.id}: ${j.lastError}`);
         },
       );
     });
@@ -209,3 +239,32 @@ for (const target of targets) {
     });
   });
 }
+
+test("isUnstorable knows the real refusals of a value, and not a driver's own TypeError", async () => {
+  const Database = (await import("better-sqlite3")).default;
+  const thrown = (fn: () => unknown): unknown => {
+    try {
+      fn();
+    } catch (err) {
+      return err;
+    }
+    assert.fail("expected a throw");
+  };
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  const db = new Database(":memory:");
+  try {
+    const about = [
+      thrown(() => JSON.stringify({ n: 1n })),
+      thrown(() => JSON.stringify(circular)),
+      thrown(() => db.prepare("SELECT ?").get(true)),
+      thrown(() => "x".repeat(2 ** 29 + 1).repeat(2)),
+    ];
+    for (const err of about) assert.equal(isUnstorable(err), true, String(err));
+  } finally {
+    db.close();
+  }
+  const driverBug = thrown(() => (null as unknown as { query: () => void }).query());
+  assert.equal(isUnstorable(driverBug), false, String(driverBug));
+  assert.equal(isUnstorable(new RangeError("Maximum call stack size exceeded")), false);
+});

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand, type JobRecord } from "../../src/index.js";
-import { targets, withErrand } from "../helpers/errands.js";
+import { targets, withErrand } from "../helpers/targets.js";
 import { waitFor, within } from "../helpers/wait.js";
 
 const TERMINAL = ["completed", "failed", "cancelled"];

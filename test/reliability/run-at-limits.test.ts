@@ -11,8 +11,8 @@ import type { Backoff } from "../../src/backoff.js";
 import type { Duration } from "../../src/duration.js";
 import { defineJob, type Errand, RetryableError, ValidationError } from "../../src/index.js";
 import { FIXTURE_JOBS, hasStack, inspect, run, scratch } from "../cli/helpers.js";
-import { targets, withErrand } from "../helpers/errands.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { targets, withErrand } from "../helpers/targets.js";
 
 const task = defineJob({ name: "task", queue: "q", schema: z.object({ n: z.number() }), run: () => {} });
 

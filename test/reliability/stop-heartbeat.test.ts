@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob } from "../../src/index.js";
-import { targets, withErrand } from "../helpers/errands.js";
+import { targets, withErrand } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {

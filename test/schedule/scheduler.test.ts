@@ -8,7 +8,7 @@ import { z } from "zod";
 import { defineJob, type Errand, MemoryStore, openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import { MAX_SLOTS_PER_FIRE } from "../../src/schedule/scheduler.js";
-import { targets } from "../helpers/errands.js";
+import { targets } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
 const noop = defineJob({ name: "noop", queue: "q", schema: z.object({}), run: () => {} });
@@ -167,7 +167,7 @@ describe("syncing", () => {
 for (const target of targets) {
   describe(`each slot fires once on ${target.name}`, { skip: target.skip }, () => {
     test("ten concurrent schedulers on three errands enqueue one job per slot", async () => {
-      const a = await target.open({ jobs: [asAny(noop)] });
+      const a = await target.openErrand({ jobs: [asAny(noop)] });
       // Memory: three errands on one store; SQLite and Postgres: three connections, as three processes would.
       const where =
         target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
@@ -219,7 +219,7 @@ for (const target of targets) {
           ran.push(ctx.job.key ?? "");
         },
       });
-      const a = await target.open({ jobs: [asAny(job)] });
+      const a = await target.openErrand({ jobs: [asAny(job)] });
       const where =
         target.name === "memory" ? { store: a.errand.store } : { url: a.url, ...schemaOf(a.errand) };
       const errands = [a.errand];

@@ -78,18 +78,44 @@ function fnv1a(text: string): string {
   return (hash >>> 0).toString(36);
 }
 
+/**
+ * With a test clock, the database clock in `text` becomes `coalesce($n, statement_timestamp())`,
+ * `$n` one past the statement's last parameter (River's `coalesce(@now, now())`). Returns the
+ * text and n, or n = 0 when the statement does not read the clock.
+ */
+export function withTestClock(text: string): { text: string; param: number } {
+  if (!text.includes(Q.NOW)) return { text, param: 0 };
+  let last = 0;
+  for (const m of text.matchAll(/\$(\d+)/g)) last = Math.max(last, Number(m[1]));
+  const param = last + 1;
+  return { text: text.replaceAll(Q.NOW, `coalesce($${param}::timestamptz, ${Q.NOW})`), param };
+}
+
 export function createDb(options: {
   pool: pg.Pool;
   schema: string;
   limits: () => ConnectionLimits;
   report: (err: unknown) => void;
+  /**
+   * A test clock (ms since the epoch) for every statement's "now". Without one — always in
+   * production — the statements are the plain ones, byte for byte: same plans, same speed.
+   */
+  clock?: () => number;
 }): Db {
-  const { pool, schema, limits, report } = options;
+  const { pool, schema, limits, report, clock } = options;
   const sql = {} as Record<QueryName, string>;
   const names: Record<string, string> = {};
+  /** With a test clock: the parameter each clock-reading statement takes it in. */
+  const clockParam: Partial<Record<QueryName, number>> = {};
   for (const [name, value] of Object.entries(Q)) {
     if (typeof value !== "string") continue;
-    const text = Q.bindSchema(value, schema);
+    let text = Q.bindSchema(value, schema);
+    // The migration statements run outside `run` (migrate.ts), and their DDL's defaults stay the database's.
+    if (clock && !name.startsWith("MIGRATE_")) {
+      const clocked = withTestClock(text);
+      text = clocked.text;
+      if (clocked.param > 0) clockParam[name as QueryName] = clocked.param;
+    }
     sql[name as QueryName] = text;
     // Named per text: two stores (schemas, errand versions) sharing a connection never clash.
     if (PREPARED.has(name as QueryName)) names[name] = `errand_${fnv1a(text)}_${name.toLowerCase()}`;
@@ -110,6 +136,12 @@ export function createDb(options: {
     limits,
     report,
     async run(name, values = [], on = pool, prepared = true) {
+      const param = clockParam[name];
+      if (param !== undefined && clock) {
+        values = [...values];
+        while (values.length < param - 1) values.push(null);
+        values[param - 1] = new Date(clock());
+      }
       const statement = prepared ? names[name] : undefined;
       const query_timeout = statementTimeout(name, limits());
       try {

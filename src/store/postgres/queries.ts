@@ -9,7 +9,9 @@
  * of the statement — one instant for every row a statement touches (a batch gets one
  * finished_at), and unlike `now()` it is not frozen at BEGIN, so a completion inside a long
  * transaction (completeInTransaction, a caller's `tx`) is stamped when it happens. A worker's
- * clock never decides a lease, a due time or a retention cut-off.
+ * clock never decides a lease, a due time or a retention cut-off. Tests may give the store a
+ * clock (`clock` option): db.ts then turns `NOW` into `coalesce($n, statement_timestamp())` with
+ * the clock's time as one more parameter (River's way); without one the text is this one.
  *
  * History entries are built in SQL with the same fields and formats as shared.ts
  * `attemptFromOutcome` (ISO 8601 UTC strings with milliseconds, like `Date.toISOString()`).

@@ -88,6 +88,11 @@ export interface PostgresStoreOptions {
    * 0 turns it off). Needed where autovacuum is off or throttled behind the queue's churn.
    */
   vacuumDeadRows?: number;
+  /**
+   * For tests only: the store's "now" in ms since the epoch, instead of the database clock, so a
+   * test can move time (leases, due times, retention) without waiting. Production leaves it unset.
+   */
+  clock?: () => number;
 }
 
 export class PostgresStore implements Store {
@@ -151,6 +156,7 @@ export class PostgresStore implements Store {
       schema,
       limits: () => this.limits,
       report: (err) => this.report(err),
+      clock: options.clock,
     });
     this.vacuum = new Vacuum(this.db, options.vacuumDeadRows ?? 100_000);
 

@@ -3,7 +3,7 @@
  * its pragmas, the statement cache, SQLite's clock, and how operations get onto the connection.
  *
  * better-sqlite3 is synchronous, so every operation is a synchronous transaction no other
- * JavaScript can interleave with — except completeInTransaction (workers.ts), whose `fn` may be
+ * JavaScript can interleave with — except completeInTransaction (leases.ts), whose `fn` may be
  * async: it holds the gate (gate.ts) and `run` makes every other operation wait for it.
  */
 import Database from "better-sqlite3";
@@ -19,18 +19,24 @@ export interface ConnectionOptions {
   db?: Db;
   /** busy_timeout set on a handle errand opens; default 5000 ms. */
   busyTimeoutMs?: number;
+  /**
+   * For tests only: the store's "now" in ms since the epoch, instead of SQLite's clock, so a test
+   * can move time (leases, due times, retention) without waiting. Production leaves it unset.
+   */
+  clock?: () => number;
 }
 
 export class Connection {
   /** The connection errand uses: its own, or the application's shared handle. */
   readonly db: Db;
   readonly ownsDb: boolean;
-  readonly statements = new Statements();
+  readonly statements: Statements;
   /** Held by completeInTransaction while its transaction spans an await (gate.ts). */
   readonly gate = new Gate();
   closed = false;
 
   constructor(options: ConnectionOptions) {
+    this.statements = new Statements(options.clock);
     if (options.db !== undefined && options.path !== undefined) {
       throw new ValidationError("openSqliteStore: pass either `path` or `db`, not both");
     }

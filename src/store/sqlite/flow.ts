@@ -107,7 +107,11 @@ function dueJobs(
   // A claim takes one job per key per turn: each key's share of `limit` is enough.
   const share = Math.ceil(limit / Math.max(1, keys.length));
   for (const key of keys) {
-    const jobs = keyDue.all({ queue, key, now, limit: share }) as { id: number; priority: number; run_at: number }[];
+    const jobs = keyDue.all({ queue, key, now, limit: share }) as {
+      id: number;
+      priority: number;
+      run_at: number;
+    }[];
     if (jobs.length > 0)
       due.set(
         key,

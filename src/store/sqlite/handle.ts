@@ -3,7 +3,7 @@
  * (errand's own, or an application handle passed as `tx`).
  */
 import Database from "better-sqlite3";
-import { SELECT_NOW } from "./queries.js";
+import { NOW, SELECT_NOW } from "./queries.js";
 
 export type Db = Database.Database;
 export type Statement = Database.Statement<unknown[], unknown>;
@@ -29,19 +29,31 @@ export function describe(value: unknown): string {
   return value.constructor?.name ? `a ${value.constructor.name}` : "an object";
 }
 
+/** What a statement reads instead of SQLite's clock when the store has a test clock. */
+const TEST_NOW = "errand_test_now()";
+
 /** Prepared statements keyed by their SQL (the constants of queries.ts), per connection. */
 export class Statements {
   private readonly cache = new WeakMap<Db, Map<string, Statement>>();
+
+  /**
+   * `clock`, for tests only: every statement reads "now" (queries.ts `NOW`) from it, through a
+   * function registered on each connection, instead of SQLite's clock. Without one (always in
+   * production) the statements are the plain ones.
+   */
+  constructor(private readonly clock?: () => number) {}
 
   get(db: Db, sql: string): Statement {
     let statements = this.cache.get(db);
     if (!statements) {
       statements = new Map();
       this.cache.set(db, statements);
+      const clock = this.clock;
+      if (clock) db.function("errand_test_now", { deterministic: false }, () => Math.floor(clock()));
     }
     let statement = statements.get(sql);
     if (!statement) {
-      statement = db.prepare(sql);
+      statement = db.prepare(this.clock ? sql.replaceAll(NOW, TEST_NOW) : sql);
       statements.set(sql, statement);
     }
     return statement;

@@ -5,7 +5,8 @@
  * The clock is SQLite's: `NOW` reads the OS clock inside SQLite (`unixepoch('subsec')`), so a
  * faked JavaScript clock (`Date.now`) in tests or a drifting worker never moves a lease or a
  * due time. Operations that need "now" in JavaScript too (to build a history entry, or to use
- * one instant for a whole batch) read it once with `SELECT_NOW` and bind it.
+ * one instant for a whole batch) read it once with `SELECT_NOW` and bind it. Tests may give the
+ * store a clock (`clock` option): handle.ts then prepares `NOW` as a function that reads it.
  *
  * better-sqlite3 binds every JavaScript number as a REAL: columns have INTEGER affinity, so an
  * integral value is stored as an integer, and arithmetic on bound durations is cast back.

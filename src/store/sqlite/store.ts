@@ -14,8 +14,8 @@
  * - Other processes' commits wake listeners through a watch on the database's directory
  *   (watch.ts), with a `PRAGMA data_version` poll as the safety net (notifier.ts).
  * - This class only delegates, one file per concern: connection.ts (opening, pragmas, the gate),
- *   insert.ts, reads.ts, workers.ts, upkeep.ts, schedules.ts, migrations.ts, notifier.ts; the
- *   SQL is in queries.ts, the row decoding in rows.ts.
+ *   insert.ts, reads.ts, leases.ts, ledger.ts, workers.ts, upkeep.ts, schedules.ts, migrations.ts,
+ *   notifier.ts; the SQL is in queries.ts, the row decoding in rows.ts.
  * - A shared application handle (`openSqliteStore({ db })`): errand never closes it and never
  *   changes its pragmas. If the application holds a transaction open on it, worker operations
  *   (claim, finish, extend, rescue, completeInTransaction) do not run inside it — their writes
@@ -49,6 +49,8 @@ import { Connection, type ConnectionOptions, closedError } from "./connection.js
 import * as flowOps from "./flow.js";
 import type { Db } from "./handle.js";
 import * as insert from "./insert.js";
+import * as leases from "./leases.js";
+import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrations.js";
 import { Notifier, type NotifierOptions } from "./notifier.js";
 import * as reads from "./reads.js";
@@ -157,7 +159,7 @@ export class SqliteStore implements Store {
 
   /** Returns [] while the application holds a transaction open on a shared handle. */
   claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
-    return this.c.run(() => workers.claimJobs(this.c, req));
+    return this.c.run(() => leases.claimJobs(this.c, req));
   }
 
   /** Returns nothing while the application holds a transaction open on a shared handle (as claimJobs). */
@@ -175,13 +177,13 @@ export class SqliteStore implements Store {
     return this.c.run(() => flowOps.pauseFlow(this.c, req));
   }
 
-  extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
-    return this.c.run(() => workers.extendLeases(this.c, leases, leaseMs));
+  extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
+    return this.c.run(() => leases.extendLeases(this.c, held, leaseMs));
   }
 
-  returnJobs(leases: Lease[]): Promise<number> {
+  returnJobs(held: Lease[]): Promise<number> {
     return this.c.run(() => {
-      const returned = workers.returnJobs(this.c, leases);
+      const returned = leases.returnJobs(this.c, held);
       this.notifier.notifyEach(returned.filter((r) => r.state === "pending").map((r) => r.queue));
       return returned.length;
     });
@@ -189,27 +191,27 @@ export class SqliteStore implements Store {
 
   finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
     return this.c.run(() => {
-      const { applied, wake } = workers.finishJobs(this.c, outcomes);
+      const { applied, wake } = leases.finishJobs(this.c, outcomes);
       this.notifier.notifyEach(wake);
       return applied;
     });
   }
 
-  /** workers.ts; wake-ups raised meanwhile are sent once it ends. */
+  /** leases.ts; wake-ups raised meanwhile are sent once it ends. */
   async completeInTransaction<T>(
     lease: Lease,
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
   ): Promise<{ applied: boolean; value?: T }> {
     try {
-      return await workers.completeInTransaction(this.c, lease, worker, fn);
+      return await leases.completeInTransaction(this.c, lease, worker, fn);
     } finally {
       this.notifier.flushDeferred();
     }
   }
 
   setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
-    return this.c.run(() => workers.setProgress(this.c, lease, progress));
+    return this.c.run(() => leases.setProgress(this.c, lease, progress));
   }
 
   /** Returns [] while the application holds a transaction open on a shared handle. */
@@ -246,11 +248,11 @@ export class SqliteStore implements Store {
   // ── ledger ───────────────────────────────────────────────────────────────────────────────
 
   ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    return this.c.run(() => workers.ledgerGet(this.c, key));
+    return this.c.run(() => ledgerGet(this.c, key));
   }
 
   ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
-    return this.c.run(() => workers.ledgerPut(this.c, key, jobId, value));
+    return this.c.run(() => ledgerPut(this.c, key, jobId, value));
   }
 
   // ── schedules ────────────────────────────────────────────────────────────────────────────

@@ -1,0 +1,15 @@
+/** The idempotency ledger (ctx.once) on the SQLite store: one stored value per key. */
+import type { Connection } from "./connection.js";
+import * as Q from "./queries.js";
+
+export function ledgerGet(c: Connection, key: string): { found: boolean; value?: unknown } {
+  const row = c.q(Q.LEDGER_GET).get(key) as { value: string | null } | undefined;
+  if (!row) return { found: false };
+  return { found: true, value: row.value === null ? undefined : JSON.parse(row.value) };
+}
+
+export function ledgerPut(c: Connection, key: string, jobId: string, value: unknown): void {
+  // NULL stands for undefined; anything else is JSON (null included).
+  const text = value === undefined ? null : (JSON.stringify(value) ?? null);
+  c.q(Q.LEDGER_PUT).run(key, String(jobId), text);
+}
