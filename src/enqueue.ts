@@ -7,6 +7,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Duration, parseDuration } from "./duration.js";
 import type { EnqueueManyItem } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
+import { flowKeyOf } from "./flow.js";
 import { checkDelay, checkRunAt } from "./instant.js";
 import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
 import { checkPayload } from "./payload.js";
@@ -37,8 +38,9 @@ export function prepareJob<P>(
   row.payload = value;
   row.payloadJson = json;
   const checked = def.schema["~standard"].validate(value);
-  if (checked instanceof Promise) return checked.then((result) => accept(def, row, result, what));
-  return accept(def, row, checked, what);
+  if (checked instanceof Promise)
+    return checked.then((result) => withFlowKey(def, accept(def, row, result, what), what));
+  return withFlowKey(def, accept(def, row, checked, what), what);
 }
 
 /**
@@ -107,6 +109,13 @@ function accept<P>(
       result.issues,
     );
   }
+  return row;
+}
+
+/** The row with its flow key, computed from the (valid) payload by the definition's key function. */
+function withFlowKey<P>(def: JobDefinition<P, unknown>, row: NewJob, what: string): NewJob {
+  // A definition made by hand (not defineJob) may lack `flow`.
+  if (def.flow) row.flowKey = flowKeyOf(def.flow, row.payload, what, def.name);
   return row;
 }
 

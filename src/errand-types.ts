@@ -81,6 +81,27 @@ export interface ErrandEvents {
   lost: [RescuedJob];
   /** The jobs an enqueue call created: the very records it returns (with `created: true`). */
   enqueued: [JobRecord[]];
+  /** Flow control held due jobs of a queue back from one of this process's claims (a limit was reached). */
+  throttled: [FlowThrottle];
+  /** A rate-limited answer paused a flow budget for every worker (a 429, or rateLimited). */
+  flowPaused: [FlowPause];
+}
+
+/** One claim that flow control held jobs back from. */
+export interface FlowThrottle {
+  queue: string;
+  /** Due jobs held back. */
+  held: number;
+  /** When the limit frees (a rate window, a pause), in ms; null: when a running job ends. */
+  retryInMs: number | null;
+}
+
+/** A flow budget paused by a rate-limited answer. */
+export interface FlowPause {
+  queue: string;
+  /** The flow key paused; null for the whole queue's budget. */
+  key: string | null;
+  ms: number;
 }
 
 export type JobRef<P> = JobDefinition<P, unknown> | string;

@@ -9,6 +9,7 @@ import type {
   OpenErrandOptions,
 } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
+import { queueFlowLimits } from "./flow.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
@@ -30,6 +31,8 @@ export type {
   EnqueueManyItem,
   EnqueueOptions,
   ErrandEvents,
+  FlowPause,
+  FlowThrottle,
   JobEvent,
   OpenErrandOptions,
 } from "./errand-types.js";
@@ -285,6 +288,7 @@ export class Errand extends EventEmitter<ErrandEvents> {
       payloadLimit: this.payloadLimit,
       findJob: (name) => this.jobs.get(name),
       knownJobNames: () => this.jobNames,
+      flowLimits: (queue) => queueFlowLimits(queue, [...this.jobs.values()]),
       maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,
     };
   }

@@ -72,6 +72,37 @@ function httpStatus(err: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
+/**
+ * The Retry-After of an HTTP 429 error, in ms, when the error carries its response headers
+ * (fetch's Headers, or a plain object as axios and got give): seconds, or an HTTP date.
+ * Undefined for anything else; never throws.
+ */
+export function retryAfterOf429(err: unknown): number | undefined {
+  try {
+    if (httpStatus(err) !== 429) return undefined;
+    const e = err as { headers?: unknown; response?: { headers?: unknown } };
+    const value = headerValue(e.headers ?? e.response?.headers, "retry-after");
+    if (value === undefined) return undefined;
+    const text = value.trim();
+    if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+    const at = Date.parse(text);
+    return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+  } catch {
+    return undefined;
+  }
+}
+
+function headerValue(headers: unknown, name: string): string | undefined {
+  if (typeof headers !== "object" || headers === null) return undefined;
+  const get = (headers as { get?: unknown }).get;
+  const value =
+    typeof get === "function"
+      ? (get as (n: string) => unknown).call(headers, name)
+      : ((headers as Record<string, unknown>)[name] ?? (headers as Record<string, unknown>)["Retry-After"]);
+  if (Array.isArray(value)) return typeof value[0] === "string" ? value[0] : undefined;
+  return typeof value === "string" ? value : typeof value === "number" ? String(value) : undefined;
+}
+
 /** The built-in classification (docs/semantics.md, error classes). Never throws, whatever was thrown. */
 export function errorKind(err: unknown): ErrorKind {
   try {

@@ -16,12 +16,15 @@ export type {
   EnqueueManyItem,
   EnqueueOptions,
   ErrandEvents,
+  FlowPause,
+  FlowThrottle,
   JobEvent,
   OpenErrandOptions,
 } from "./errand.js";
 export { Errand } from "./errand.js";
 export type { Classification, ErrorKind } from "./errors.js";
 export { ErrandError, JobTimeoutError, PermanentError, RetryableError, ValidationError } from "./errors.js";
+export type { FlowKeyFn, FlowOptions } from "./flow.js";
 export type { FetchHandler, HttpOptions } from "./http/app.js";
 export { createFetchHandler } from "./http/app.js";
 export { toNodeHandler } from "./http/node.js";

@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
 import { type Duration, parseDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
+import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.js";
 import type { Logger } from "./logger.js";
 
 export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
@@ -100,7 +101,8 @@ export interface JobRecord<P = unknown> {
   cancelRequested: boolean;
 }
 
-export interface JobDefinitionInput<S extends StandardSchemaV1, R> {
+export interface JobDefinitionInput<S extends StandardSchemaV1, R>
+  extends FlowOptions<StandardSchemaV1.InferInput<S>> {
   name: string;
   queue?: string;
   schema: S;
@@ -126,6 +128,8 @@ export interface JobDefinition<P = unknown, R = unknown> {
   readonly timeoutMs: number | null;
   readonly priority: number;
   readonly classify?: (err: unknown) => Classification | undefined;
+  /** Flow control (globalConcurrency, concurrency per key, rateLimit), or null. */
+  readonly flow: FlowDefinition | null;
   readonly run: (payload: never, ctx: JobContext) => Promise<R> | R;
 }
 
@@ -177,6 +181,7 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
       input.timeout === undefined ? null : parseDuration(input.timeout, `job "${input.name}" timeout`),
     priority: checkInteger(input.priority ?? 0, `job "${input.name}" priority`, PRIORITY_RANGE),
     classify: input.classify,
+    flow: checkFlowOptions(input as FlowOptions<never>, input.name),
     run: input.run as (payload: never, ctx: JobContext) => Promise<R> | R,
   });
 }

@@ -111,6 +111,9 @@ test("migrate is idempotent and records each version once", async (t) => {
     .pluck()
     .all();
   assert.deepEqual(tables, [
+    "errand_flow_claims",
+    "errand_flow_cursors",
+    "errand_flow_pauses",
     "errand_jobs",
     "errand_ledger",
     "errand_migrations",

@@ -15,7 +15,7 @@
  * Requires the dashboard token (Bearer or the dashboard cookie) unless `metricsPublic: true`.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Errand, JobEvent } from "../errand.js";
+import type { Errand, FlowPause, FlowThrottle, JobEvent } from "../errand.js";
 import type { RescuedJob } from "../store/types.js";
 import { WORKER_STALE_MS } from "./api.js";
 import { guard, jsonResponse } from "./security.js";
@@ -118,6 +118,25 @@ function createMetrics(errand: Errand): ErrandMetrics {
     registers,
   });
 
+  const throttled = new Counter({
+    name: "errand_flow_throttled_claims_total",
+    help: "Claims of this process's workers that flow control held due jobs back from (a limit was reached), by queue",
+    labelNames: ["queue"] as const,
+    registers,
+  });
+  const held = new Counter({
+    name: "errand_flow_held_jobs_total",
+    help: "Due jobs flow control held back from this process's claims (limit waits), summed over claims, by queue",
+    labelNames: ["queue"] as const,
+    registers,
+  });
+  const flowPauses = new Counter({
+    name: "errand_flow_pauses_total",
+    help: "Flow budgets paused by a rate-limited answer (429, rateLimited) in this process's workers, by queue",
+    labelNames: ["queue"] as const,
+    registers,
+  });
+
   const observe = (counter: Counter<"queue" | "name">) => (event: JobEvent) => {
     const labels = { queue: event.job.queue, name: event.job.name };
     counter.inc(labels);
@@ -132,6 +151,11 @@ function createMetrics(errand: Errand): ErrandMetrics {
   errand.on("retrying", observe(retried));
   errand.on("failed", observe(failed));
   errand.on("lost", (job: RescuedJob) => lost.inc({ queue: job.queue, name: job.name }));
+  errand.on("throttled", (t: FlowThrottle) => {
+    throttled.inc({ queue: t.queue });
+    held.inc({ queue: t.queue }, t.held);
+  });
+  errand.on("flowPaused", (p: FlowPause) => flowPauses.inc({ queue: p.queue }));
 
   let lock: Promise<unknown> = Promise.resolve();
   async function refresh(): Promise<void> {

@@ -15,7 +15,7 @@
  * machine), against a SQL round trip of a fraction of a millisecond or more.
  */
 import { ValidationError } from "../errors.js";
-import type { JobFilter, Lease, Store } from "./types.js";
+import type { FlowLimits, JobFilter, Lease, Store } from "./types.js";
 
 const CHECKED = Symbol("errand.checkedStore");
 
@@ -53,6 +53,22 @@ function object<T>(value: T, what: string): T {
 function array<T>(value: readonly T[], what: string): readonly T[] {
   if (!Array.isArray(value)) throw new ValidationError(`${what} must be an array`);
   return value;
+}
+
+/** A claim's flow limits: positive integers, and windows of a positive length. */
+function flowLimits(flow: FlowLimits): void {
+  object(flow, "claimFlowJobs flow");
+  if (flow.globalConcurrency !== undefined) integer(flow.globalConcurrency, "flow globalConcurrency", 1);
+  if (flow.keyConcurrency !== undefined) integer(flow.keyConcurrency, "flow keyConcurrency", 1);
+  for (const [name, rate] of [
+    ["rate", flow.rate],
+    ["keyRate", flow.keyRate],
+  ] as const) {
+    if (rate === undefined) continue;
+    object(rate, `flow ${name}`);
+    integer(rate.limit, `flow ${name}.limit`, 1);
+    number(rate.perMs, `flow ${name}.perMs`, 0, true);
+  }
 }
 
 /** A job id as a string: ids are strings everywhere, but a number from JSON or a URL is accepted. */
@@ -96,6 +112,22 @@ const CHECKS: {
     string(req.workerId, "claimJobs workerId");
     integer(req.limit, "claimJobs limit", 1);
     number(req.leaseMs, "claimJobs leaseMs", 0, true);
+    return [req];
+  },
+  claimFlowJobs: (req) => {
+    object(req, "claimFlowJobs request");
+    string(req.queue, "claimFlowJobs queue");
+    string(req.workerId, "claimFlowJobs workerId");
+    integer(req.limit, "claimFlowJobs limit", 1);
+    number(req.leaseMs, "claimFlowJobs leaseMs", 0, true);
+    flowLimits(req.flow);
+    return [req];
+  },
+  pauseFlow: (req) => {
+    object(req, "pauseFlow request");
+    string(req.queue, "pauseFlow queue");
+    if (req.key !== null) string(req.key, "pauseFlow key");
+    number(req.ms, "pauseFlow ms", 0);
     return [req];
   },
   extendLeases: (list, leaseMs) => [

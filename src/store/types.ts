@@ -10,7 +10,10 @@
  */
 
 import type { ErrorKind } from "../errors.js";
+import type { FlowLimits } from "../flow-limits.js";
 import type { AttemptRecord, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
+
+export type { FlowLimits };
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
 
@@ -33,6 +36,11 @@ export interface NewJob {
   runAt?: Date;
   delayMs?: number;
   key?: string | null;
+  /**
+   * The job's flow key (flow control: per-key concurrency and rate limits, fairness), from its
+   * definition's key function at enqueue; null or absent when it has none.
+   */
+  flowKey?: string | null;
 }
 
 export interface InsertResult {
@@ -46,6 +54,17 @@ export interface InsertResult {
 export interface ClaimedJob extends RunningJob {
   leaseToken: number;
   lockedUntil: Date;
+  /** The job's flow key, when claimed by claimFlowJobs (null: none). */
+  flowKey?: string | null;
+}
+
+/** What claimFlowJobs took, and what it left behind for a limit. */
+export interface FlowClaim {
+  jobs: ClaimedJob[];
+  /** Due jobs a limit held back (the claim could have taken them otherwise). */
+  held: number;
+  /** When a rate window or a pause that held jobs back frees up, in ms from now; null if none. */
+  retryInMs: number | null;
 }
 
 export interface Lease {
@@ -206,6 +225,23 @@ export interface Store {
    * each with a fresh lease token and a lease of `leaseMs` from the store's clock.
    */
   claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]>;
+  /**
+   * claimJobs for a queue with flow limits: takes only what the limits allow, counting every
+   * worker's claims (serialised per queue, so concurrent claimers never overshoot), rotating
+   * among flow keys. A queue without limits uses claimJobs, which this never slows down.
+   */
+  claimFlowJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+    flow: FlowLimits;
+  }): Promise<FlowClaim>;
+  /**
+   * Pauses a flow key's budget (or the whole queue's, with key null) for `ms` from the store's
+   * clock, for every worker: a 429's Retry-After. A pause never shortens a longer one.
+   */
+  pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void>;
   /** Extends the leases still held; reports lost leases and cancel requests. */
   extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]>;
   /**

@@ -4,6 +4,7 @@ import {
   type ErrorKind,
   errorKind,
   JobTimeoutError,
+  retryAfterOf429,
   toError,
   ValidationError,
 } from "../errors.js";
@@ -171,10 +172,14 @@ export interface ExecutorDeps {
   findJob(name: string): AnyJobDefinition | undefined;
   knownJobNames(): string[];
   classify?: (err: unknown) => Classification | undefined;
+  /** A rate-limited answer paused a flow budget (the `flowPaused` event). */
+  onFlowPaused?: (pause: { queue: string; key: string | null; ms: number }) => void;
 }
 
 export interface Execution {
   outcome: Outcome | null;
+  /** A rate-limited answer: pause the job's flow budget this long (pauseFlowBudget). */
+  pauseMs?: number;
   result?: unknown;
   error?: Error;
 }
@@ -264,7 +269,9 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
       return { outcome: null };
     }
     const error = toError(thrown);
-    return { ...classifyFailure(thrown, error, base, claimed, def, deps, active.log), error };
+    const execution = { ...classifyFailure(thrown, error, base, claimed, def, deps, active.log), error };
+    await pauseFlowBudget(execution, claimed, def, deps, active.log);
+    return execution;
   } finally {
     active.onAbort = undefined;
     if (timer) clearTimeout(timer);
@@ -317,14 +324,47 @@ function classifyFailure(
   if (kind === "unknown" && decision === "fail") kind = "permanent";
   // Read as fields, not by instanceof: a jobs module may load a second copy of errand.
   const hints = kind === "retryable" ? (thrown as { retryAfterMs?: unknown; rateLimited?: unknown }) : {};
+  // An HTTP 429 carrying Retry-After waits that long (and pauses its flow budget, below).
+  const http429 = kind === "retryable" ? retryAfterOf429(thrown) : undefined;
   const retryAfter =
-    kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : undefined;
+    kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : http429;
   if (kind === "retryable" && hints.rateLimited === true) {
     const delayMs = retryAfter ?? def.backoff(claimed.attempt);
     log.info({ delayMs, err: error.message }, "rate limited: snoozed without spending an attempt");
-    return { outcome: { ...base, kind: "snoozed", delayMs, error: errorFields(error, kind) } };
+    return {
+      outcome: { ...base, kind: "snoozed", delayMs, error: errorFields(error, kind) },
+      pauseMs: delayMs,
+    };
   }
-  return { outcome: failureOutcome(base, claimed, error, kind, def, retryAfter, decision, log) };
+  const outcome = failureOutcome(base, claimed, error, kind, def, retryAfter, decision, log);
+  return { outcome, pauseMs: http429 !== undefined && outcome.kind === "retry" ? http429 : undefined };
+}
+
+/**
+ * Adaptive flow control: a rate-limited answer (RetryableError with rateLimited, or a 429 with
+ * Retry-After) pauses the job's flow budget for every worker — its key's, or the whole queue's
+ * when its definition has limits but no key — so the next jobs of that key do not each hit the
+ * limit again. Queues without flow control keep today's behaviour (only this job waits). A
+ * pause that cannot be stored is logged; the job's own outcome is recorded either way.
+ */
+async function pauseFlowBudget(
+  execution: Execution,
+  claimed: ClaimedJob,
+  def: AnyJobDefinition,
+  deps: ExecutorDeps,
+  log: Logger,
+): Promise<void> {
+  const ms = execution.pauseMs;
+  if (ms === undefined || !def.flow) return;
+  const key = claimed.flowKey || null; // "" and null: no key of its own, the queue's budget
+  if (def.flow.key && key === null) return; // enqueued before its definition had a key: no budget to pause
+  try {
+    await deps.store.pauseFlow({ queue: claimed.queue, key, ms });
+    log.info({ flowKey: key, pauseMs: ms }, "rate limited: flow budget paused for every worker");
+    deps.onFlowPaused?.({ queue: claimed.queue, key, ms });
+  } catch (err) {
+    log.warn({ err, flowKey: key }, "could not pause the flow budget; only this job waits");
+  }
 }
 
 /** What the store keeps of an error: its text made storable (see storableText), read without throwing. */

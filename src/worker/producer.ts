@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.js";
-import type { ClaimedJob, Store } from "../store/types.js";
+import type { ClaimedJob, FlowLimits, Store } from "../store/types.js";
 import type { ExecutorDeps } from "./executor.js";
 import { StartWindow } from "./pause-window.js";
 
@@ -28,6 +28,8 @@ export interface ProducerHost {
   run(job: ClaimedJob, producer: Producer): Promise<void>;
   /** Test signal: the producer found fewer jobs than it asked for and waits. */
   idle(queue: string): void;
+  /** Flow control held `held` due jobs back from a claim (metrics, the `throttled` event). */
+  throttled(queue: string, held: number, retryInMs: number | null): void;
 }
 
 /**
@@ -59,6 +61,15 @@ export class Producer {
     readonly queue: string,
     readonly concurrency: number,
     readonly executor: ExecutorDeps,
+    /**
+     * The queue's flow limits (flow control), or null. A limited queue claims with
+     * claimFlowJobs. A rate-limited one claims without read-ahead: a buffered job would take a
+     * rate token long before its handler starts. Concurrency limits keep it: a job buffered
+     * here (only when this worker's own slots are full) holds its slot for at most about
+     * `readAheadMs`, and without it a claim round trip per free slot cost non-binding limits
+     * half the throughput of no-op jobs (bench/flow-control.ts).
+     */
+    readonly flow: FlowLimits | null = null,
   ) {}
 
   start(): void {
@@ -155,7 +166,7 @@ export class Producer {
 
   /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
   private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0) return;
+    if (readAheadMs === 0 || this.flow?.rate || this.flow?.keyRate) return;
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed < 50) return;
@@ -206,11 +217,25 @@ export class Producer {
       let claimed: ClaimedJob[];
       const limit = this.worker.reserveClaims(Math.min(room, batchSize));
       if (limit === 0) break; // a bounded run's budget or time is spent
-      const sentAt = performance.now();
+      let retryInMs: number | null = null;
+      let held = 0;
+      const claimStarted = performance.now();
       try {
-        claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
-        // Jobs came back: the queue was not paused when the claim ran, after sentAt.
-        if (claimed.length > 0) this.startWindow.confirm(sentAt);
+        if (this.flow) {
+          const claim = await store.claimFlowJobs({
+            queue: this.queue,
+            limit,
+            workerId,
+            leaseMs,
+            flow: this.flow,
+          });
+          claimed = claim.jobs;
+          held = claim.held;
+          retryInMs = claim.retryInMs;
+          if (held > 0) this.worker.throttled(this.queue, held, retryInMs);
+        } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
+        // Jobs came back: the queue was not paused when the claim ran, after claimStarted.
+        if (claimed.length > 0) this.startWindow.confirm(claimStarted);
         this.worker.returnClaims(limit - claimed.length);
         failures = 0;
       } catch (err) {
@@ -232,6 +257,22 @@ export class Producer {
       this.dispatch();
       if (claimed.length < limit) {
         if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
+        if (held > 0) {
+          // Held back by a limit: wait until its window or pause frees. A concurrency slot
+          // counts as free in the store once its outcome is written, which comes after this
+          // worker released the slot: claim again when the completer wrote it. Another
+          // worker's freed slot is seen at the next poll.
+          // retryInMs counts from when the store read its clock, early in the claim: the rest
+          // of the claim's time is already waited (each late wake would shift the windows after it).
+          const elapsed = performance.now() - claimStarted;
+          const delay = Math.min(pollMs, retryInMs === null ? pollMs : Math.max(0, retryInMs - elapsed));
+          this.worker.idle(this.queue);
+          if (this.worker.outcomeBacklog > 0) {
+            await Promise.race([this.worker.outcomesWritten(), this.wait(delay)]);
+            this.cancelWait();
+          } else await this.wait(delay);
+          continue;
+        }
         const delay = await this.idleDelay(pollMs);
         this.worker.idle(this.queue);
         await this.wait(delay);

@@ -2,7 +2,7 @@
 import type { EventEmitter } from "node:events";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
-import type { RescuedJob, Store } from "../store/types.js";
+import type { FlowLimits, RescuedJob, Store } from "../store/types.js";
 
 /**
  * Test signals (River's testsignal): moments a test can await instead of sleeping. Internal, not
@@ -34,6 +34,11 @@ export interface Deps {
   payloadLimit?: number;
   findJob(name: string): AnyJobDefinition | undefined;
   knownJobNames(): string[];
+  /**
+   * The flow limits a queue is claimed with (from its job definitions), or null for none; a
+   * ValidationError when its definitions disagree. Absent: no flow control.
+   */
+  flowLimits?(queue: string): FlowLimits | null;
   /** Called on every maintenance tick (schedules); errors are logged. */
   maintenance?: () => Promise<void>;
 }

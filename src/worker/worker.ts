@@ -89,7 +89,8 @@ export class Worker implements ProducerHost {
     });
     this.producers = Object.entries(queues).map(([queue, q]) => {
       const concurrency = queueConcurrency(queue, q);
-      return new Producer(this, queue, concurrency, this.executorDeps(q.classify));
+      const flow = deps.flowLimits?.(queue) ?? null;
+      return new Producer(this, queue, concurrency, this.executorDeps(q.classify), flow);
     });
     if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
@@ -194,6 +195,7 @@ export class Worker implements ProducerHost {
       findJob: this.deps.findJob,
       knownJobNames: this.deps.knownJobNames,
       classify,
+      onFlowPaused: (pause) => this.emit("flowPaused", pause),
     };
   }
 
@@ -226,6 +228,19 @@ export class Worker implements ProducerHost {
 
   idle(queue: string): void {
     this.signal("idle", queue);
+  }
+
+  throttled(queue: string, held: number, retryInMs: number | null): void {
+    this.emit("throttled", { queue, held, retryInMs });
+  }
+
+  /** Emits an errand event; a listener that throws is logged and breaks nothing. */
+  private emit(name: "throttled" | "flowPaused", info: object): void {
+    try {
+      this.deps.events.emit(name, info);
+    } catch (err) {
+      this.deps.log.error({ err, event: name }, "an event listener threw");
+    }
   }
 
   /** Emits a test signal; a listener that throws is logged and breaks nothing. */

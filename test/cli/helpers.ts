@@ -39,6 +39,8 @@ const BUILD_CACHE = join(ROOT, "node_modules/.cache");
 export const BUILD = compiledBuild();
 export const CLI = join(BUILD, "src/cli/main.js");
 export const FIXTURE_JOBS = join(BUILD, "test/fixtures/jobs.js");
+/** The flow-control fixture jobs (test/flow/), compiled. */
+export const FLOW_JOBS = join(BUILD, "test/fixtures/flow-jobs.js");
 /** The process-reliability fixture jobs (test/reliability/), compiled. */
 export const PROCESS_JOBS = join(BUILD, "test/fixtures/process-jobs.js");
 
@@ -52,7 +54,12 @@ function sourceFiles(): string[] {
     }
   };
   walk("src");
-  files.push("test/fixtures/jobs.ts", "test/fixtures/process-jobs.ts", "test/fixtures/spin-thread.ts");
+  files.push(
+    "test/fixtures/jobs.ts",
+    "test/fixtures/process-jobs.ts",
+    "test/fixtures/spin-thread.ts",
+    "test/fixtures/flow-jobs.ts",
+  );
   return files.sort();
 }
 

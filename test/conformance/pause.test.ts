@@ -62,6 +62,22 @@ function suite(factory: StoreFactory): void {
     });
 
   describe("queues", () => {
+    it("a paused queue with flow limits gives nothing to claimFlowJobs either; resume gives them back", async (store) => {
+      await store.insertJobs([
+        newJob({ queue: "limited", flowKey: "a" }),
+        newJob({ queue: "limited", flowKey: "b" }),
+      ]);
+      const flow = { globalConcurrency: 5, keyConcurrency: 2 };
+      const claim = () =>
+        store.claimFlowJobs({ queue: "limited", limit: 10, workerId: "w", leaseMs: 60_000, flow });
+      await store.pauseQueue("limited");
+      assert.deepEqual((await claim()).jobs, [], "nothing claimed while paused");
+      const [stats] = (await store.stats()).filter((s) => s.queue === "limited");
+      assert.equal(stats.pending, 2, "both jobs stay pending");
+      await store.resumeQueue("limited");
+      assert.equal((await claim()).jobs.length, 2);
+    });
+
     it("a paused queue's claims take nothing; other queues are untouched; resume gives them back", async (store) => {
       await store.insertJobs([
         newJob({ queue: "emails" }),

@@ -15,6 +15,8 @@ import {
 } from "../shared.js";
 import type {
   ClaimedJob,
+  FlowClaim,
+  FlowLimits,
   InsertResult,
   JobFilter,
   JobPage,
@@ -27,24 +29,18 @@ import type {
   Store,
   ThroughputBucket,
 } from "../types.js";
+import { claimOrder, MemoryFlow } from "./flow.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
 interface Row extends JobRecord {
   seq: number;
   leaseToken: number;
+  flowKey: string | null;
 }
 
 export interface MemoryStoreOptions {
   /** The store's clock, in ms since the epoch. Tests may inject one. */
   clock?: () => number;
-}
-
-/** Claim order: priority desc, then run_at, then insertion order. */
-function claimOrder(
-  a: { priority: number; runAt: Date; seq: number },
-  b: { priority: number; runAt: Date; seq: number },
-) {
-  return b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq;
 }
 
 /** The ledger, schedules and worker registry are inherited from MemoryRegistry (./registry.ts). */
@@ -53,6 +49,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   private readonly jobs = new Map<string, Row>();
   private readonly byKey = new Map<string, string>();
   private seq = 0;
+  private readonly flow = new MemoryFlow();
 
   constructor(options: MemoryStoreOptions = {}) {
     super(options.clock ?? Date.now);
@@ -67,7 +64,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   private publicJob(row: Row): JobRecord {
-    const { seq: _seq, leaseToken: _token, ...job } = row;
+    const { seq: _seq, leaseToken: _token, flowKey: _flowKey, ...job } = row;
     return clone(job);
   }
 
@@ -88,7 +85,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       // payload the caller handed over).
       const stored = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
       const record = newJobRecord(String(seq), input, stored, runAt, new Date(now));
-      const row: Row = { ...record, seq, leaseToken: 0 };
+      const row: Row = { ...record, seq, leaseToken: 0, flowKey: input.flowKey ?? null };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
       createdQueues.add(row.queue);
@@ -184,29 +181,48 @@ export class MemoryStore extends MemoryRegistry implements Store {
       .filter((r) => r.queue === req.queue && r.state === "pending" && r.runAt.getTime() <= now)
       .sort(claimOrder)
       .slice(0, Math.max(0, req.limit));
-    return due.map((r) => {
-      r.state = "running";
-      r.attempt += 1;
-      r.leaseToken += 1;
-      r.lockedBy = req.workerId;
-      r.lockedUntil = new Date(now + req.leaseMs);
-      r.startedAt = new Date(now);
-      r.progress = null;
-      return {
-        id: r.id,
-        queue: r.queue,
-        name: r.name,
-        payload: clone(r.payload),
-        priority: r.priority,
-        attempt: r.attempt,
-        maxAttempts: r.maxAttempts,
-        key: r.key,
-        runAt: new Date(r.runAt),
-        createdAt: new Date(r.createdAt),
-        leaseToken: r.leaseToken,
-        lockedUntil: new Date(r.lockedUntil),
-      };
-    });
+    return due.map((r) => this.claimRow(r, req, now));
+  }
+
+  async claimFlowJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+    flow: FlowLimits;
+  }): Promise<FlowClaim> {
+    if (this.pausedQueues.has(req.queue)) return { jobs: [], held: 0, retryInMs: null }; // as claimJobs
+    const now = this.clock();
+    const rows = [...this.jobs.values()].filter((r) => r.queue === req.queue);
+    return this.flow.claim(req, rows, now, (r) => ({ ...this.claimRow(r, req, now), flowKey: r.flowKey }));
+  }
+
+  async pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {
+    this.flow.pause(req, this.clock());
+  }
+
+  private claimRow(r: Row, req: { workerId: string; leaseMs: number }, now: number): ClaimedJob {
+    r.state = "running";
+    r.attempt += 1;
+    r.leaseToken += 1;
+    r.lockedBy = req.workerId;
+    r.lockedUntil = new Date(now + req.leaseMs);
+    r.startedAt = new Date(now);
+    r.progress = null;
+    return {
+      id: r.id,
+      queue: r.queue,
+      name: r.name,
+      payload: clone(r.payload),
+      priority: r.priority,
+      attempt: r.attempt,
+      maxAttempts: r.maxAttempts,
+      key: r.key,
+      runAt: new Date(r.runAt),
+      createdAt: new Date(r.createdAt),
+      leaseToken: r.leaseToken,
+      lockedUntil: new Date(r.lockedUntil),
+    };
   }
 
   private held(lease: Lease): Row | undefined {

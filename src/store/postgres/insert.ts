@@ -8,6 +8,7 @@ import { newJobRecord } from "../shared.js";
 import type { InsertResult, NewJob, TxHandle } from "../types.js";
 import { asClient, type Queryable, retryOnDeadlock, SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";
+import { setFlowKeys } from "./flow.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
 import { type Row, toJob } from "./rows.js";
@@ -29,9 +30,22 @@ export async function insertJobs(
   const chunks = insertChunks(payloads);
   const wasListening = notifier.isListening;
   let results: InsertResult[];
+  // Flow keys are set by a second statement in the same transaction (flow.ts setFlowKeys), so
+  // the insert statements of jobs without one stay as they are.
+  const flowKeyed = jobs.some((j) => j.flowKey !== undefined && j.flowKey !== null);
   if (client) {
     // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
     results = await insertOn(db, client, jobs, payloads, chunks, false);
+    if (flowKeyed) await setFlowKeys(db, client, jobs, results);
+  } else if (flowKeyed) {
+    results = await retryOnDeadlock(
+      async () =>
+        (await db.transaction(async (c) => {
+          const inserted = await insertOn(db, c, jobs, payloads, chunks, true);
+          await setFlowKeys(db, c, jobs, inserted);
+          return inserted;
+        }, SLOW_MS)) as InsertResult[],
+    );
   } else {
     // Several chunks can still deadlock with another multi-chunk insert of the same keys in
     // another order (each statement is ordered, the transaction is not): Postgres aborts one,

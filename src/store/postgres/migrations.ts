@@ -265,6 +265,39 @@ CREATE TABLE IF NOT EXISTS {{schema}}.paused_queues (
 ALTER TABLE {{schema}}.schedules ADD COLUMN IF NOT EXISTS paused_at timestamptz;
 `,
   },
+  {
+    version: 5,
+    name: "flow control: flow keys, the claim log, paused budgets, rotation cursors",
+    // Flow control (flow.ts): a job's flow key from its definition at enqueue (NULL: none; a
+    // nullable column without a default rewrites nothing, and no index is added, so plain
+    // queues' inserts and claims are untouched); the claims of rate-limited queues, kept one
+    // window long; budgets a 429 paused ('' = the whole queue); each queue's rotation cursor.
+    // On a big table, build jobs_flow_idx by hand with CREATE INDEX CONCURRENTLY first.
+    // Not breaking: an older errand ignores these.
+    sql: `
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS flow_key text;
+-- The pending jobs that have a flow key, by key (sql/flow.ts FLOW_DUE walks it key by key). Jobs
+-- without one are not in it, so a plain queue's inserts and claims pay nothing for it.
+CREATE INDEX IF NOT EXISTS jobs_flow_idx ON {{schema}}.jobs (queue, (flow_key COLLATE "C"), priority DESC, run_at, id)
+  WHERE state = 'pending' AND flow_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_claims (
+  queue text        NOT NULL,
+  key   text        NOT NULL,
+  at    timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS flow_claims_idx ON {{schema}}.flow_claims (queue, at);
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_pauses (
+  queue        text        NOT NULL,
+  key          text        NOT NULL,
+  paused_until timestamptz NOT NULL,
+  PRIMARY KEY (queue, key)
+);
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
+  queue  text PRIMARY KEY,
+  cursor text NOT NULL
+);
+`,
+  },
 ];
 
 /** The highest version this code knows. */

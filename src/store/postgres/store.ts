@@ -27,6 +27,8 @@ import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
+  FlowClaim,
+  FlowLimits,
   InsertResult,
   JobFilter,
   JobPage,
@@ -56,6 +58,7 @@ import {
   trackClients,
 } from "./connection.js";
 import { createDb, type Db } from "./db.js";
+import * as flowOps from "./flow.js";
 import { insertJobs } from "./insert.js";
 import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
@@ -257,6 +260,20 @@ export class PostgresStore implements Store {
 
   claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
     return leases.claimJobs(this.db, req);
+  }
+
+  claimFlowJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+    flow: FlowLimits;
+  }): Promise<FlowClaim> {
+    return flowOps.claimFlowJobs(this.db, req);
+  }
+
+  pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {
+    return flowOps.pauseFlow(this.db, req);
   }
 
   extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {

@@ -8,6 +8,7 @@ import { ValidationError } from "../../errors.js";
 import { newJobRecord } from "../shared.js";
 import type { InsertResult, NewJob } from "../types.js";
 import type { Connection } from "./connection.js";
+import { FLOW_SET_KEY } from "./flow-queries.js";
 import type { Db, Statements } from "./handle.js";
 import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_SIZES, SELECT_JOB_BY_KEY } from "./queries.js";
 import { type JobRow, jobFromRow, toJson } from "./rows.js";
@@ -134,5 +135,19 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
     }
   }
   insertWaiting();
+  setFlowKeys(db, statements, jobs, results);
   return results;
+}
+
+/**
+ * The flow keys of the jobs created (flow control), set in the inserting transaction: a second
+ * statement only for jobs that have one, so the insert statements of every other job stay as
+ * they are.
+ */
+function setFlowKeys(db: Db, statements: Statements, jobs: NewJob[], results: InsertResult[]): void {
+  for (let i = 0; i < jobs.length; i++) {
+    const key = jobs[i].flowKey;
+    if (key !== undefined && key !== null && results[i].created)
+      statements.get(db, FLOW_SET_KEY).run({ key, id: Number(results[i].job.id) });
+  }
 }

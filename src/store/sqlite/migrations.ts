@@ -121,7 +121,7 @@ ALTER TABLE errand_jobs ADD COLUMN completed_by TEXT;
   {
     version: 3,
     name: "paused queues and schedules",
-    // A claim reads errand_paused_queues by its key inside its transaction (workers.ts): one
+    // A claim reads errand_paused_queues by its key inside its transaction (leases.ts): one
     // B-tree probe of a table that holds a row per paused queue only. A schedule's pause is a
     // column: a paused schedule is never due (SCHEDULE_DUE). Nullable, no default: nothing rewritten.
     sql: `
@@ -130,6 +130,37 @@ CREATE TABLE errand_paused_queues (
   paused_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 ALTER TABLE errand_schedules ADD COLUMN paused_at INTEGER;
+`,
+  },
+  {
+    version: 4,
+    name: "flow control: flow keys, the claim log, paused budgets, rotation cursors",
+    // Flow control (flow.ts): a job's flow key from its definition at enqueue (NULL: none; a
+    // nullable column without a default rewrites nothing); the claims of rate-limited queues,
+    // kept one window long; budgets a 429 paused ("" = the whole queue); and each queue's
+    // rotation cursor (the key its last claim served). Queues without limits never touch them.
+    // errand_jobs_flow_idx holds the pending jobs that have a flow key, by key (flow.ts walks
+    // it key by key); jobs without one are not in it.
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN flow_key TEXT;
+CREATE INDEX errand_jobs_flow_idx ON errand_jobs (queue, flow_key, priority DESC, run_at, id)
+  WHERE state = 'pending' AND flow_key IS NOT NULL;
+CREATE TABLE errand_flow_claims (
+  queue TEXT    NOT NULL,
+  key   TEXT    NOT NULL,
+  at    INTEGER NOT NULL
+);
+CREATE INDEX errand_flow_claims_idx ON errand_flow_claims (queue, at);
+CREATE TABLE errand_flow_pauses (
+  queue  TEXT    NOT NULL,
+  key    TEXT    NOT NULL,
+  until  INTEGER NOT NULL,
+  PRIMARY KEY (queue, key)
+);
+CREATE TABLE errand_flow_cursors (
+  queue  TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL
+);
 `,
   },
 ];

@@ -27,6 +27,8 @@
 import type { JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
+  FlowClaim,
+  FlowLimits,
   InsertResult,
   JobFilter,
   JobPage,
@@ -45,6 +47,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import { Connection, type ConnectionOptions, closedError } from "./connection.js";
+import * as flowOps from "./flow.js";
 import type { Db } from "./handle.js";
 import * as insert from "./insert.js";
 import * as leases from "./leases.js";
@@ -159,6 +162,21 @@ export class SqliteStore implements Store {
   /** Returns [] while the application holds a transaction open on a shared handle. */
   claimJobs(req: { queue: string; limit: number; workerId: string; leaseMs: number }): Promise<ClaimedJob[]> {
     return this.c.run(() => leases.claimJobs(this.c, req));
+  }
+
+  /** Returns nothing while the application holds a transaction open on a shared handle (as claimJobs). */
+  claimFlowJobs(req: {
+    queue: string;
+    limit: number;
+    workerId: string;
+    leaseMs: number;
+    flow: FlowLimits;
+  }): Promise<FlowClaim> {
+    return this.c.run(() => flowOps.claimFlowJobs(this.c, req));
+  }
+
+  pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {
+    return this.c.run(() => flowOps.pauseFlow(this.c, req));
   }
 
   extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {

@@ -1,0 +1,178 @@
+/**
+ * Flow control's one decision, shared by every store: given what a queue's limits allow (who is
+ * running, who was claimed within the rate windows, which budgets a 429 paused) and the due jobs
+ * of each flow key, which jobs one claim may take. Each store reads that state and writes the
+ * claim under one lock per queue (Postgres: an advisory lock; SQLite: its single writer; memory:
+ * one thread), so concurrent claimers never overshoot a limit, and all three decide the same way.
+ *
+ * - Concurrency caps count the queue's `running` jobs (claimed jobs hold their slot until they
+ *   finish or a rescuer returns them, so a killed worker's slot comes back with its lease).
+ * - Rate limits are sliding windows: at most `limit` claims in any `perMs`, counted from a log of
+ *   claim times kept in the store (exact, unlike a token bucket's burst).
+ * - Fairness: claims rotate among flow keys in key order, starting after the key the previous
+ *   claim of the queue served last (a cursor kept in the store), one job per key per round. Jobs
+ *   without a key form one group of their own ("" here, before every key). Within a key, the
+ *   usual order holds: priority, run_at, insertion.
+ */
+import type { FlowLimits } from "./types.js";
+
+/** The group of jobs without a flow key; also the key of the queue-wide pause. */
+export const NO_KEY = "";
+
+export interface FlowState {
+  now: number;
+  /** Running jobs of the queue by flow key (NO_KEY for jobs without one). */
+  running: Map<string, number>;
+  /** Claim times (epoch ms) within the longest rate window, by flow key. */
+  claims: Map<string, number[]>;
+  /** Budgets paused until (epoch ms) by key; NO_KEY pauses the whole queue. */
+  pausedUntil: Map<string, number>;
+  /** The key served last by the previous claim of this queue, or null. */
+  cursor: string | null;
+}
+
+export interface FlowPick<J> {
+  job: J;
+  key: string;
+}
+
+export interface FlowPlan<J> {
+  picks: FlowPick<J>[];
+  /** The key served last (the next claim starts after it). */
+  cursor: string | null;
+  /** Due jobs left behind by a limit. */
+  held: number;
+  /** When a rate window or a pause that held jobs back frees up (ms from now), or null. */
+  retryInMs: number | null;
+}
+
+/** A due job as the SQL stores list their candidates: claim order is priority, run_at, id. */
+export interface DueJob {
+  id: string | number;
+  priority: number;
+  runAt: number;
+}
+
+export function dueOrder(a: DueJob, b: DueJob): number {
+  return b.priority - a.priority || a.runAt - b.runAt || Number(a.id) - Number(b.id);
+}
+
+/**
+ * How many flow keys a claim visits, in rotation order: enough for `limit` keys with room even
+ * when every key the state names (running, recently claimed, paused) is blocked, plus some that
+ * hold only jobs not due yet. Past them a claim sees no more keys; the next one goes on from
+ * its cursor, so rotation still reaches every key.
+ */
+export function keysToVisit(limit: number, state: FlowState): number {
+  const named = new Set([...state.running.keys(), ...state.claims.keys(), ...state.pausedUntil.keys()]);
+  return limit + named.size + 32;
+}
+
+/** The longest rate window of the limits (how far back the claim log must reach), 0 if none. */
+export function rateWindowMs(flow: FlowLimits): number {
+  return Math.max(flow.rate?.perMs ?? 0, flow.keyRate?.perMs ?? 0);
+}
+
+/** The keys in rotation order: those after `cursor` first, then from the start. */
+export function rotation(keys: Iterable<string>, cursor: string | null): string[] {
+  const sorted = [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (cursor === null) return sorted;
+  const after = sorted.findIndex((k) => k > cursor);
+  return after < 0 ? sorted : [...sorted.slice(after), ...sorted.slice(0, after)];
+}
+
+/**
+ * How many more claims a sliding window allows now, and when the next one frees (ms from now)
+ * if none does. `times` are the claims within the window's reach (any order).
+ */
+function windowRoom(times: number[] | undefined, limit: number, perMs: number, now: number) {
+  const inWindow = (times ?? []).filter((t) => t > now - perMs).sort((a, b) => a - b);
+  const room = limit - inWindow.length;
+  if (room > 0) return { room, freesInMs: null };
+  // The claim whose leaving the window makes room for one more.
+  return { room: 0, freesInMs: Math.max(1, inWindow[inWindow.length - limit] + perMs - now + 1) };
+}
+
+/**
+ * The plan of one claim of at most `limit` jobs. `due` holds each key's due jobs in claim
+ * order (at least `limit` of each, when it has that many).
+ */
+export function planFlowClaim<J>(
+  flow: FlowLimits,
+  state: FlowState,
+  due: Map<string, J[]>,
+  limit: number,
+): FlowPlan<J> {
+  const { now } = state;
+  let waits: number[] = [];
+  const wait = (ms: number | null) => {
+    if (ms !== null) waits.push(ms);
+  };
+  const dueCount = [...due.values()].reduce((n, jobs) => n + jobs.length, 0);
+
+  // The queue as a whole.
+  let room = limit;
+  const queuePause = state.pausedUntil.get(NO_KEY);
+  if (queuePause !== undefined && queuePause > now) {
+    room = 0;
+    wait(queuePause - now);
+  }
+  if (flow.globalConcurrency !== undefined) {
+    let running = 0;
+    for (const n of state.running.values()) running += n;
+    room = Math.min(room, flow.globalConcurrency - running);
+  }
+  if (flow.rate) {
+    const all = [...state.claims.values()].flat();
+    const w = windowRoom(all, flow.rate.limit, flow.rate.perMs, now);
+    room = Math.min(room, w.room);
+    if (w.room === 0) wait(w.freesInMs);
+  }
+
+  // Each key's own room (jobs without a key have none of their own).
+  const keyRoom = new Map<string, number>();
+  for (const key of due.keys()) {
+    if (key === NO_KEY) {
+      keyRoom.set(key, Number.POSITIVE_INFINITY);
+      continue;
+    }
+    let r = Number.POSITIVE_INFINITY;
+    const paused = state.pausedUntil.get(key);
+    if (paused !== undefined && paused > now) {
+      r = 0;
+      wait(paused - now);
+    }
+    if (flow.keyConcurrency !== undefined)
+      r = Math.min(r, flow.keyConcurrency - (state.running.get(key) ?? 0));
+    if (flow.keyRate && r > 0) {
+      const w = windowRoom(state.claims.get(key), flow.keyRate.limit, flow.keyRate.perMs, now);
+      r = Math.min(r, w.room);
+      if (w.room === 0) wait(w.freesInMs);
+    }
+    keyRoom.set(key, Math.max(0, r));
+  }
+
+  // Round-robin: one job per key per round, in rotation order, until the room is spent.
+  const order = rotation(due.keys(), state.cursor);
+  const next = new Map<string, number>(order.map((k) => [k, 0]));
+  const picks: FlowPick<J>[] = [];
+  let cursor = state.cursor;
+  let progressed = true;
+  while (picks.length < room && progressed) {
+    progressed = false;
+    for (const key of order) {
+      if (picks.length >= room) break;
+      const jobs = due.get(key) as J[];
+      const i = next.get(key) as number;
+      if (i >= jobs.length || (keyRoom.get(key) as number) <= 0) continue;
+      picks.push({ job: jobs[i], key });
+      next.set(key, i + 1);
+      keyRoom.set(key, (keyRoom.get(key) as number) - 1);
+      cursor = key;
+      progressed = true;
+    }
+  }
+  const held = Math.max(0, Math.min(dueCount, limit) - picks.length);
+  if (held === 0) waits = [];
+  return { picks, cursor, held, retryInMs: waits.length > 0 ? Math.min(...waits) : null };
+}

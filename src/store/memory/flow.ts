@@ -1,0 +1,85 @@
+/**
+ * Flow control in memory (store/flow-plan.ts decides; this keeps the state it decides from): the
+ * claim log of the rate windows, the paused budgets and each queue's rotation cursor. One
+ * thread, so a claim is atomic by construction.
+ */
+import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import type { ClaimedJob, FlowClaim, FlowLimits } from "../types.js";
+
+/** What flow control reads of a job row. */
+export interface FlowRow {
+  state: string;
+  runAt: Date;
+  priority: number;
+  seq: number;
+  flowKey: string | null;
+}
+
+/** The claim order: priority first, then run_at, then insertion. */
+export function claimOrder(
+  a: Pick<FlowRow, "priority" | "runAt" | "seq">,
+  b: Pick<FlowRow, "priority" | "runAt" | "seq">,
+): number {
+  return b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq;
+}
+
+export class MemoryFlow {
+  /** Claim times by queue, then key. */
+  private readonly claims = new Map<string, Map<string, number[]>>();
+  private readonly pauses = new Map<string, Map<string, number>>();
+  private readonly cursors = new Map<string, string>();
+
+  claim<R extends FlowRow>(
+    req: { queue: string; limit: number; flow: FlowLimits },
+    rows: R[],
+    now: number,
+    claimRow: (row: R) => ClaimedJob,
+  ): FlowClaim {
+    const { queue, flow } = req;
+    const running = new Map<string, number>();
+    const due = new Map<string, R[]>();
+    for (const r of rows) {
+      const key = r.flowKey ?? NO_KEY;
+      if (r.state === "running") running.set(key, (running.get(key) ?? 0) + 1);
+      else if (r.state === "pending" && r.runAt.getTime() <= now) {
+        const list = due.get(key);
+        if (list) list.push(r);
+        else due.set(key, [r]);
+      }
+    }
+    for (const list of due.values()) list.sort(claimOrder);
+    const windowMs = rateWindowMs(flow);
+    const log = this.claims.get(queue) ?? new Map<string, number[]>();
+    for (const [key, times] of log) {
+      const kept = times.filter((t) => t > now - windowMs);
+      if (kept.length > 0) log.set(key, kept);
+      else log.delete(key);
+    }
+    const state: FlowState = {
+      now,
+      running,
+      claims: log,
+      pausedUntil: this.pauses.get(queue) ?? new Map(),
+      cursor: this.cursors.get(queue) ?? null,
+    };
+    const plan = planFlowClaim(flow, state, due, req.limit);
+    const jobs = plan.picks.map((p) => claimRow(p.job));
+    if (windowMs > 0) {
+      for (const p of plan.picks) {
+        const times = log.get(p.key);
+        if (times) times.push(now);
+        else log.set(p.key, [now]);
+      }
+      this.claims.set(queue, log);
+    }
+    if (plan.cursor !== null) this.cursors.set(queue, plan.cursor);
+    return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+  }
+
+  pause(req: { queue: string; key: string | null; ms: number }, now: number): void {
+    const pauses = this.pauses.get(req.queue) ?? new Map<string, number>();
+    const key = req.key ?? NO_KEY;
+    pauses.set(key, Math.max(pauses.get(key) ?? 0, now + req.ms));
+    this.pauses.set(req.queue, pauses);
+  }
+}
