@@ -5,9 +5,10 @@
  */
 import { EventEmitter } from "node:events";
 import type { ErrandEvents } from "./errand-types.js";
+import type { JobRecord } from "./job.js";
 import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
 import type { ScheduleByHand, Scheduler } from "./schedule/scheduler.js";
-import type { Store } from "./store/types.js";
+import type { FlowLimits, Store } from "./store/types.js";
 import { type WaitReason, whyWaiting } from "./waiting.js";
 
 export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
@@ -15,6 +16,8 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   abstract readonly scheduler: Scheduler;
   /** The queues of the registered job definitions. */
   abstract get queueNames(): string[];
+  /** A job's flow key and its queue's limits, from its registered definition; null without limits. */
+  protected abstract flowOf(job: JobRecord): { key: string; limits: FlowLimits } | null;
 
   /** The backend this errand runs on: "memory", "sqlite" or "postgres". */
   get storeKind(): Store["kind"] {
@@ -89,7 +92,7 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   /** Why a pending job waits (waiting.ts): [] when nothing holds it back or it is not pending; null: no such job. */
   async whyWaiting(id: string): Promise<WaitReason[] | null> {
     const job = await this.store.getJob(String(id));
-    return job && whyWaiting(this.store, job);
+    return job && whyWaiting(this.store, job, this.flowOf(job));
   }
 
   /** Workers with a heartbeat within `staleMs` (the dashboard's live list). */

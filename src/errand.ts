@@ -8,13 +8,22 @@ import type {
   OpenErrandOptions,
 } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
-import { queueFlowLimits } from "./flow.js";
+import { flowKeyOf, queueFlowLimits } from "./flow.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
-import type { InsertResult, JobFilter, JobPage, NewJob, QueueStats, Store, TxHandle } from "./store/types.js";
+import type {
+  FlowLimits,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  NewJob,
+  QueueStats,
+  Store,
+  TxHandle,
+} from "./store/types.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -81,6 +90,20 @@ export class Errand extends ErrandOperations {
   /** Queues of the registered jobs. */
   get queueNames(): string[] {
     return [...new Set([...this.jobs.values()].map((j) => j.queue))].sort();
+  }
+
+  protected flowOf(job: JobRecord): { key: string; limits: FlowLimits } | null {
+    const def = this.jobs.get(job.name);
+    if (!def?.flow) return null;
+    const limits = queueFlowLimits(job.queue, [...this.jobs.values()]);
+    if (!limits) return null;
+    let key: string | null = null;
+    try {
+      key = flowKeyOf(def.flow, job.payload, "payload", job.name);
+    } catch {
+      // The definition changed since the job was stored: its queue's limits still say something.
+    }
+    return { key: key ?? "", limits };
   }
 
   /** The definition of a job name, or a ValidationError listing the known names. */

@@ -9,6 +9,7 @@ import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
+  FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
@@ -136,6 +137,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     const now = this.clock();
     const rows = [...this.jobs.values()].filter((r) => r.queue === req.queue);
     return this.flow.claim(req, rows, now, (r) => ({ ...this.claimRow(r, req, now), flowKey: r.flowKey }));
+  }
+
+  async flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+    const running = new Map<string, number>();
+    for (const r of this.jobs.values()) {
+      if (r.queue !== req.queue || r.state !== "running") continue;
+      const key = r.flowKey ?? "";
+      running.set(key, (running.get(key) ?? 0) + 1);
+    }
+    return { running, ...this.flow.status(req.queue, this.clock(), req.windowMs) };
   }
 
   async pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {

@@ -29,6 +29,7 @@ import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
+  FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
@@ -247,6 +248,10 @@ export class PostgresStore implements Store {
     flow: FlowLimits;
   }): Promise<FlowClaim> {
     return flowOps.claimFlowJobs(this.db, req);
+  }
+
+  flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+    return flowOps.flowStatus(this.db, req);
   }
 
   pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {
