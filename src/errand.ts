@@ -1,28 +1,29 @@
-import { EventEmitter } from "node:events";
 import { checkItems, type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
+import { ErrandOperations } from "./errand-operations.js";
 import type {
   EnqueuedJob,
   EnqueueManyItem,
   EnqueueOptions,
-  ErrandEvents,
   JobRef,
   OpenErrandOptions,
 } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
-import { queueFlowLimits } from "./flow.js";
+import { flowKeyOf, queueFlowLimits } from "./flow.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
-import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
-import {
-  type FireResult,
-  type ScheduleByHand,
-  type ScheduleOptions,
-  Scheduler,
-} from "./schedule/scheduler.js";
+import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
-import type { InsertResult, JobFilter, JobPage, NewJob, QueueStats, Store, TxHandle } from "./store/types.js";
-import { type WaitReason, whyWaiting } from "./waiting.js";
+import type {
+  FlowLimits,
+  InsertResult,
+  JobFilter,
+  JobPage,
+  NewJob,
+  QueueStats,
+  Store,
+  TxHandle,
+} from "./store/types.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -37,8 +38,11 @@ export type {
   OpenErrandOptions,
 } from "./errand-types.js";
 
-/** The facade a user opens: enqueue, inspect, work. */
-export class Errand extends EventEmitter<ErrandEvents> {
+/**
+ * The facade a user opens: enqueue, inspect, work. The operator actions (pause, schedules,
+ * workers, bulk retry: what the CLI and HTTP layers call) are inherited from ErrandOperations.
+ */
+export class Errand extends ErrandOperations {
   readonly store: Store;
   readonly log: Logger;
   private readonly jobs = new Map<string, AnyJobDefinition>();
@@ -86,6 +90,20 @@ export class Errand extends EventEmitter<ErrandEvents> {
   /** Queues of the registered jobs. */
   get queueNames(): string[] {
     return [...new Set([...this.jobs.values()].map((j) => j.queue))].sort();
+  }
+
+  protected flowOf(job: JobRecord): { key: string; limits: FlowLimits } | null {
+    const def = this.jobs.get(job.name);
+    if (!def?.flow) return null;
+    const limits = queueFlowLimits(job.queue, [...this.jobs.values()]);
+    if (!limits) return null;
+    let key: string | null = null;
+    try {
+      key = flowKeyOf(def.flow, job.payload, "payload", job.name);
+    } catch {
+      // The definition changed since the job was stored: its queue's limits still say something.
+    }
+    return { key: key ?? "", limits };
   }
 
   /** The definition of a job name, or a ValidationError listing the known names. */
@@ -343,88 +361,5 @@ export class Errand extends EventEmitter<ErrandEvents> {
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop()));
     if (this.ownsStore) await this.store.close();
-  }
-
-  // Operator actions: everything the CLI and the HTTP layer do goes through these (never `store`).
-
-  /** The backend this errand runs on: "memory", "sqlite" or "postgres". */
-  get storeKind(): Store["kind"] {
-    return this.store.kind;
-  }
-
-  /** The store's clock: the one due times, leases and ages are measured against. */
-  now(): Promise<Date> {
-    return this.store.now();
-  }
-
-  /** Completed and failed counts per queue per `bucketMs` bucket over the last `sinceMs`. */
-  throughput(sinceMs: number, bucketMs: number): ReturnType<Store["throughput"]> {
-    return this.store.throughput(sinceMs, bucketMs);
-  }
-
-  /** Retries the jobs picked by id (failed or cancelled), or every failed job of a queue or of all. Returns how many. */
-  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
-    return this.store.retryJobs(filter);
-  }
-
-  /** Deletes failed jobs picked by id, or every failed job of a queue or of all. Returns how many. */
-  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
-    return this.store.discardJobs(filter);
-  }
-
-  /** Every schedule in the store: those defined in code and those added by hand. */
-  listSchedules(): ReturnType<Store["listSchedules"]> {
-    return this.scheduler.list();
-  }
-
-  /** Adds (or replaces) a schedule by hand, kept until removed (`errand schedule add`). Answers the stored row. */
-  addSchedule(input: ScheduleByHand): ReturnType<Scheduler["addByHand"]> {
-    return this.scheduler.addByHand(input);
-  }
-
-  /** Removes a schedule from the store; answers the removed row, or null when there was none. */
-  removeSchedule(name: string): ReturnType<Scheduler["remove"]> {
-    return this.scheduler.remove(name);
-  }
-
-  /** Pauses a queue on every worker; resolves once none of its handlers can start anywhere (queue-pause.ts). */
-  pauseQueue(queue: string): ReturnType<Store["pauseQueue"]> {
-    return pauseQueue(this.store, queue);
-  }
-
-  /** Lifts a queue's pause; its workers claim at once. False when it was not paused. */
-  resumeQueue(queue: string): Promise<boolean> {
-    return resumeQueue(this.store, queue);
-  }
-
-  /** The paused queues, by name, each with the time it was paused. */
-  pausedQueues(): ReturnType<Store["listPausedQueues"]> {
-    return this.store.listPausedQueues();
-  }
-
-  /** Every queue (with jobs, paused, or registered here): counts, pause, live workers serving it. */
-  queues(): ReturnType<typeof queueOverview> {
-    return queueOverview(this.store, this.queueNames);
-  }
-
-  /** Pauses (true) or resumes (false) a schedule; an unknown name is a ValidationError. Answers the row. */
-  setSchedulePaused(name: string, paused: boolean): ReturnType<Scheduler["setPaused"]> {
-    return this.scheduler.setPaused(name, paused);
-  }
-
-  /** Enqueues a schedule's job now without moving its next slot (scheduler.ts runNow). */
-  runScheduleNow(name: string): ReturnType<Scheduler["runNow"]> {
-    return this.scheduler.runNow(name);
-  }
-
-  /** Why a pending job waits (waiting.ts): [] when nothing holds it back or it is not pending; null: no such job. */
-  async whyWaiting(id: string): Promise<WaitReason[] | null> {
-    const job = await this.store.getJob(String(id));
-    return job && whyWaiting(this.store, job);
-  }
-
-  /** Workers with a heartbeat within `staleMs` (the dashboard's live list). */
-  listWorkers(staleMs: number): ReturnType<Store["listWorkers"]> {
-    return this.store.listWorkers(staleMs);
   }
 }

@@ -123,6 +123,12 @@ const CHECKS: {
     flowLimits(req.flow);
     return [req];
   },
+  flowStatus: (req) => {
+    object(req, "flowStatus request");
+    string(req.queue, "flowStatus queue");
+    number(req.windowMs, "flowStatus windowMs", 0);
+    return [req];
+  },
   pauseFlow: (req) => {
     object(req, "pauseFlow request");
     string(req.queue, "pauseFlow queue");

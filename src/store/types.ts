@@ -67,6 +67,18 @@ export interface FlowClaim {
   retryInMs: number | null;
 }
 
+/**
+ * What flow control sees of a queue now (errand.whyWaiting): running jobs, the claims within the
+ * last `windowMs` (epoch ms, oldest first) and the budgets paused beyond now, each by flow key
+ * ("" for jobs without one; a pause under "" holds the whole queue).
+ */
+export interface FlowStatus {
+  now: Date;
+  running: Map<string, number>;
+  claims: Map<string, number[]>;
+  pausedUntil: Map<string, number>;
+}
+
 export interface Lease {
   id: string;
   leaseToken: number;
@@ -242,6 +254,8 @@ export interface Store {
    * clock, for every worker: a 429's Retry-After. A pause never shortens a longer one.
    */
   pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void>;
+  /** A queue's flow control state now (a read: no lock, no claim). */
+  flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus>;
   /** Extends the leases still held; reports lost leases and cancel requests. */
   extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]>;
   /**

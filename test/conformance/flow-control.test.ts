@@ -142,6 +142,45 @@ for (const factory of stores) {
         assert.ok(blocked.retryInMs !== null && blocked.retryInMs > 50_000, `retryInMs ${blocked.retryInMs}`);
       }));
 
+    test("flowStatus reads running jobs, recent claims and paused budgets by key, without claiming", () =>
+      withStore(async (store) => {
+        await insert(store, 3, "a");
+        await insert(store, 2, "b");
+        await insert(store, 1, null);
+        const before = (await store.now()).getTime();
+        const taken = await claim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 4);
+        assert.equal(taken.jobs.length, 4);
+        await store.pauseFlow({ queue: "q", key: "b", ms: 60_000 });
+        const status = await store.flowStatus({ queue: "q", windowMs: 60_000 });
+        const after = (await store.now()).getTime();
+        assert.ok(
+          status.now.getTime() >= before && status.now.getTime() <= after,
+          "now is the store's clock",
+        );
+        const byKey = new Map<string, number>();
+        for (const j of taken.jobs) {
+          const k = (j.payload as { key: string | null }).key ?? "";
+          byKey.set(k, (byKey.get(k) ?? 0) + 1);
+        }
+        assert.deepEqual(new Map([...status.running].sort()), new Map([...byKey].sort()), "running by key");
+        for (const [k, n] of byKey) {
+          const times = status.claims.get(k) ?? [];
+          assert.equal(times.length, n, `claims of key "${k}"`);
+          for (const t of times)
+            assert.ok(t >= before - 5 && t <= after + 5, "claim times are the store's clock");
+        }
+        assert.deepEqual([...status.pausedUntil.keys()], ["b"]);
+        assert.ok((status.pausedUntil.get("b") ?? 0) >= before + 59_000, "paused for the minute");
+        const none = await store.flowStatus({ queue: "q", windowMs: 0 });
+        assert.equal(none.claims.size, 0, "no window, no claims");
+        const again = await claim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 10);
+        assert.equal(
+          taken.jobs.length + again.jobs.length,
+          5,
+          "flowStatus claimed nothing (b's budget is paused: one of its jobs is left)",
+        );
+      }));
+
     test("pauseFlow pauses one key's budget (or the queue's) for every claimer, then lets go", () =>
       withStore(async (store) => {
         await insert(store, 3, "a");

@@ -4,7 +4,7 @@
  * thread, so a claim is atomic by construction.
  */
 import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
-import type { ClaimedJob, FlowClaim, FlowLimits } from "../types.js";
+import type { ClaimedJob, FlowClaim, FlowLimits, FlowStatus } from "../types.js";
 
 /** What flow control reads of a job row. */
 export interface FlowRow {
@@ -74,6 +74,18 @@ export class MemoryFlow {
     }
     if (plan.cursor !== null) this.cursors.set(queue, plan.cursor);
     return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+  }
+
+  /** The claims within `windowMs` and the pauses beyond now of a queue (flowStatus). */
+  status(queue: string, now: number, windowMs: number): Omit<FlowStatus, "running"> {
+    const claims = new Map<string, number[]>();
+    for (const [key, times] of this.claims.get(queue) ?? []) {
+      const recent = times.filter((t) => t > now - windowMs);
+      if (windowMs > 0 && recent.length > 0) claims.set(key, recent);
+    }
+    const pausedUntil = new Map<string, number>();
+    for (const [key, until] of this.pauses.get(queue) ?? []) if (until > now) pausedUntil.set(key, until);
+    return { now: new Date(now), claims, pausedUntil };
   }
 
   pause(req: { queue: string; key: string | null; ms: number }, now: number): void {

@@ -4,19 +4,12 @@
  * and test/conformance/ holds all three to it.
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
-import {
-  attemptFromOutcome,
-  decodeCursor,
-  emptyStats,
-  encodeCursor,
-  matchesSearch,
-  newJobRecord,
-  outcomeTransition,
-} from "../shared.js";
+import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../shared.js";
 import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
+  FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
@@ -30,6 +23,7 @@ import type {
   ThroughputBucket,
 } from "../types.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
+import { listRows, statsOf, throughputOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
 interface Row extends JobRecord {
@@ -105,68 +99,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   async listJobs(filter: JobFilter): Promise<JobPage> {
-    const limit = filter.limit ?? 50;
-    const before = decodeCursor(filter.cursor);
-    const rows = [...this.jobs.values()]
-      .filter(
-        (r) =>
-          (!filter.queue || r.queue === filter.queue) &&
-          (!filter.state || r.state === filter.state) &&
-          (!filter.name || r.name === filter.name) &&
-          (before === null || r.seq < before) &&
-          (!filter.search || matchesSearch(r, filter.search)),
-      )
-      .sort((a, b) => b.seq - a.seq);
-    const page = rows.slice(0, limit);
-    const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].seq) : null;
+    const { page, nextCursor } = listRows(this.jobs.values(), filter);
     return { jobs: page.map((r) => this.publicJob(r)), nextCursor };
   }
 
   async stats(): Promise<QueueStats[]> {
-    const now = this.clock();
-    const byQueue = new Map<string, QueueStats>();
-    for (const r of this.jobs.values()) {
-      let s = byQueue.get(r.queue);
-      if (!s) {
-        s = emptyStats(r.queue);
-        byQueue.set(r.queue, s);
-      }
-      if (r.state === "pending") {
-        if (r.runAt.getTime() <= now) {
-          s.pending++;
-          const age = now - r.runAt.getTime();
-          s.oldestPendingMs = Math.max(s.oldestPendingMs ?? 0, age);
-        } else s.delayed++;
-      } else s[r.state]++;
-      const finished = r.finishedAt?.getTime();
-      if (finished !== undefined && (r.state === "completed" || r.state === "failed")) {
-        if (now - finished <= 3_600_000)
-          s[r.state === "completed" ? "completedLastHour" : "failedLastHour"]++;
-        if (now - finished <= 86_400_000) s[r.state === "completed" ? "completedLastDay" : "failedLastDay"]++;
-      }
-    }
-    return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
+    return statsOf(this.jobs.values(), this.clock());
   }
 
   async throughput(sinceMs: number, bucketMs: number): Promise<ThroughputBucket[]> {
-    const now = this.clock();
-    const buckets = new Map<string, ThroughputBucket>();
-    for (const r of this.jobs.values()) {
-      const finished = r.finishedAt?.getTime();
-      if (finished === undefined || now - finished > sinceMs) continue;
-      if (r.state !== "completed" && r.state !== "failed") continue;
-      const at = Math.floor(finished / bucketMs) * bucketMs;
-      const id = `${r.queue}\u0000${at}`;
-      let b = buckets.get(id);
-      if (!b) {
-        b = { at: new Date(at), queue: r.queue, completed: 0, failed: 0 };
-        buckets.set(id, b);
-      }
-      b[r.state]++;
-    }
-    return [...buckets.values()].sort(
-      (a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue),
-    );
+    return throughputOf(this.jobs.values(), this.clock(), sinceMs, bucketMs);
   }
 
   async claimJobs(req: {
@@ -195,6 +137,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     const now = this.clock();
     const rows = [...this.jobs.values()].filter((r) => r.queue === req.queue);
     return this.flow.claim(req, rows, now, (r) => ({ ...this.claimRow(r, req, now), flowKey: r.flowKey }));
+  }
+
+  async flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+    const running = new Map<string, number>();
+    for (const r of this.jobs.values()) {
+      if (r.queue !== req.queue || r.state !== "running") continue;
+      const key = r.flowKey ?? "";
+      running.set(key, (running.get(key) ?? 0) + 1);
+    }
+    return { running, ...this.flow.status(req.queue, this.clock(), req.windowMs) };
   }
 
   async pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import type pg from "pg";
 import { type DueJob, dueOrder, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
-import type { FlowClaim, FlowLimits, InsertResult, NewJob } from "../types.js";
+import type { FlowClaim, FlowLimits, FlowStatus, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
 import { type Row, toClaimed } from "./rows.js";
@@ -78,6 +78,27 @@ function push<T>(map: Map<string, T[]>, key: string, value: T): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
+}
+
+/** A queue's flow state now (FLOW_STATUS: one statement, a consistent snapshot). */
+export async function flowStatus(db: Db, req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+  const { rows } = await db.run("FLOW_STATUS", [req.queue, req.windowMs]);
+  const status: FlowStatus = {
+    now: new Date(0),
+    running: new Map(),
+    claims: new Map(),
+    pausedUntil: new Map(),
+  };
+  for (const r of rows as Row[]) {
+    const key = r.key as string;
+    const v = Number(r.v);
+    if (r.kind === "n") status.now = new Date(v);
+    else if (r.kind === "r") status.running.set(key, v);
+    else if (r.kind === "p") status.pausedUntil.set(key, v);
+    else push(status.claims, key, v);
+  }
+  for (const times of status.claims.values()) times.sort((a, b) => a - b);
+  return status;
 }
 
 export async function pauseFlow(

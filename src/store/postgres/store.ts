@@ -29,6 +29,7 @@ import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
+  FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
@@ -64,6 +65,7 @@ import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrate.js";
 import { Notifier } from "./notifier.js";
+import type { PostgresStoreOptions } from "./options.js";
 import * as pauses from "./pauses.js";
 import * as Q from "./queries.js";
 import * as reads from "./reads.js";
@@ -71,31 +73,7 @@ import * as schedules from "./schedules.js";
 import { pruneFinished, Vacuum } from "./upkeep.js";
 import * as workers from "./workers.js";
 
-export interface PostgresStoreOptions {
-  /** `postgres://user:pass@host:port/db`. Optional when `pool` is given (then its options are used to LISTEN). */
-  url?: string;
-  /** Schema holding errand's tables (default "errand"). Letters, digits and "_", at most 50. */
-  schema?: string;
-  /** An application's own pool to share; errand then never ends it. */
-  pool?: pg.Pool;
-  /** Size of the pool errand creates (default 10). */
-  poolSize?: number;
-  /**
-   * Background connection errors (an idle pool client or the LISTEN connection dropped). The store
-   * recovers by itself and never logs; pass this to log them.
-   */
-  onError?: (err: Error) => void;
-  /**
-   * Dead rows in the jobs table after which a worker's upkeep vacuums it (default 100,000;
-   * 0 turns it off). Needed where autovacuum is off or throttled behind the queue's churn.
-   */
-  vacuumDeadRows?: number;
-  /**
-   * For tests only: the store's "now" in ms since the epoch, instead of the database clock, so a
-   * test can move time (leases, due times, retention) without waiting. Production leaves it unset.
-   */
-  clock?: () => number;
-}
+export type { PostgresStoreOptions };
 
 export class PostgresStore implements Store {
   readonly kind = "postgres" as const;
@@ -270,6 +248,10 @@ export class PostgresStore implements Store {
     flow: FlowLimits;
   }): Promise<FlowClaim> {
     return flowOps.claimFlowJobs(this.db, req);
+  }
+
+  flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+    return flowOps.flowStatus(this.db, req);
   }
 
   pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {

@@ -13,7 +13,7 @@ import {
   planFlowClaim,
   rateWindowMs,
 } from "../flow-plan.js";
-import type { ClaimedJob, FlowClaim, FlowLimits } from "../types.js";
+import type { ClaimedJob, FlowClaim, FlowLimits, FlowStatus } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./flow-queries.js";
 import { isQueuePaused } from "./pauses.js";
@@ -133,6 +133,33 @@ function dueJobs(
     due.set(NO_KEY, list.sort(dueOrder));
   }
   return due;
+}
+
+/** A queue's flow state now: read in one deferred transaction (a consistent snapshot), no lock. */
+export function flowStatus(c: Connection, req: { queue: string; windowMs: number }): FlowStatus {
+  return c.db.transaction(() => {
+    const { queue, windowMs } = req;
+    const now = c.now();
+    const running = new Map<string, number>();
+    for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[])
+      running.set(r.key, r.n);
+    const claims = new Map<string, number[]>();
+    if (windowMs > 0) {
+      for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since: now - windowMs }) as {
+        key: string;
+        at: number;
+      }[]) {
+        const times = claims.get(r.key);
+        if (times) times.push(r.at);
+        else claims.set(r.key, [r.at]);
+      }
+    }
+    for (const times of claims.values()) times.sort((a, b) => a - b);
+    const pausedUntil = new Map<string, number>();
+    for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
+      pausedUntil.set(r.key, r.until);
+    return { now: new Date(now), running, claims, pausedUntil };
+  })();
 }
 
 export function pauseFlow(c: Connection, req: { queue: string; key: string | null; ms: number }): void {

@@ -29,6 +29,7 @@ import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
+  FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
@@ -173,6 +174,10 @@ export class SqliteStore implements Store {
     flow: FlowLimits;
   }): Promise<FlowClaim> {
     return this.c.run(() => flowOps.claimFlowJobs(this.c, req));
+  }
+
+  flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus> {
+    return this.c.run(() => flowOps.flowStatus(this.c, req));
   }
 
   pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {

@@ -7,6 +7,22 @@
  */
 import { epochMs, JOBS, ms, NOW, opaque } from "./fragments.js";
 
+/**
+ * A queue's flow state now, for errand.whyWaiting (no lock: a read): the clock ('n'), running
+ * jobs by flow key ('r', through jobs_lease_idx as FLOW_READ), claims within the last $2 ms ('c')
+ * and budgets paused beyond now ('p'). $1 queue.
+ */
+export const FLOW_STATUS = `
+SELECT 'n' AS kind, '' AS key, ${epochMs(NOW)} AS v
+UNION ALL
+SELECT 'r', coalesce(flow_key, ''), count(*)::float8 FROM ${JOBS}
+WHERE locked_until IS NOT NULL AND queue = $1 AND state = 'running' GROUP BY flow_key
+UNION ALL
+SELECT 'c', key, ${epochMs("at")} FROM {{schema}}.flow_claims
+WHERE $2::float8 > 0 AND queue = $1 AND at > ${NOW} - ${ms("$2::float8")}
+UNION ALL
+SELECT 'p', key, ${epochMs("paused_until")} FROM {{schema}}.flow_pauses WHERE queue = $1 AND paused_until > ${NOW}`;
+
 /** Serialises flow claims of one queue; $1: 'errand.flow:<schema>:<queue>'. Released at COMMIT/ROLLBACK. */
 export const FLOW_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
 

@@ -1,0 +1,176 @@
+import { type Duration, parseDuration } from "../duration.js";
+import type { Classification } from "../errors.js";
+import { checkDelay } from "../instant.js";
+import type { AnyJobDefinition, JobContext } from "../job.js";
+import type { Logger } from "../logger.js";
+import { storableJson } from "../payload.js";
+import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
+import { JobAbort, SnoozeSignal } from "./abort.js";
+
+/**
+ * A job this worker runs: its lease, its abort state, and the context its handler receives.
+ * One object per job, with the costly parts made on first use (the AbortSignal, the child logger,
+ * the job view): a worker runs thousands of jobs a second, and most handlers touch none of them.
+ */
+export class ActiveJob implements JobContext {
+  /** Set when the store rejected our lease (heartbeat) — nothing we write will be applied. */
+  leaseLost = false;
+  /** Set when the job was completed inside ctx.completeInTransaction. */
+  completedInTransaction = false;
+  readonly startedAt = Date.now();
+  /** When the handler ended (set by the worker; events report the duration from it). */
+  finishedAt = 0;
+  /** Why the job was aborted (timeout, cancel, lost lease, shutdown); undefined while it may run on. */
+  abortReason: JobAbort | undefined = undefined;
+  /** Set while the handler runs: ends the executor's wait at once when the job is aborted. */
+  onAbort: ((reason: JobAbort) => void) | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  private childLog: Logger | undefined = undefined;
+  private jobView: JobContext["job"] | undefined = undefined;
+
+  constructor(
+    readonly claimed: ClaimedJob,
+    private readonly deps: ExecutorDeps,
+  ) {}
+
+  get lease(): { id: string; leaseToken: number } {
+    return { id: this.claimed.id, leaseToken: this.claimed.leaseToken };
+  }
+
+  /** Aborts the job once: its signal fires and the executor stops waiting for the handler. */
+  abort(reason: JobAbort): void {
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    this.onAbort?.(reason);
+  }
+
+  // ── JobContext ──
+
+  get job(): JobContext["job"] {
+    if (!this.jobView) {
+      const { leaseToken: _t, lockedUntil: _l, ...job } = this.claimed;
+      this.jobView = Object.freeze(job);
+    }
+    return this.jobView;
+  }
+
+  get attempt(): number {
+    return this.claimed.attempt;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  get log(): Logger {
+    this.childLog ??= this.deps.log.child({
+      jobId: this.claimed.id,
+      job: this.claimed.name,
+      queue: this.claimed.queue,
+      attempt: this.claimed.attempt,
+    });
+    return this.childLog;
+  }
+
+  // Methods handlers may destructure (`const { once, progress } = ctx`): bound on first use. As
+  // arrow-function fields they were four closures made for every job, used by few.
+  private onceFn: JobContext["once"] | undefined = undefined;
+  private progressFn: JobContext["progress"] | undefined = undefined;
+  private snoozeFn: JobContext["snooze"] | undefined = undefined;
+  private completeFn: JobContext["completeInTransaction"] | undefined = undefined;
+
+  get once(): JobContext["once"] {
+    this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T) => this.runOnce(key, fn);
+    return this.onceFn;
+  }
+
+  get progress(): JobContext["progress"] {
+    this.progressFn ??= (fraction: number, message?: string) => this.reportProgress(fraction, message);
+    return this.progressFn;
+  }
+
+  get snooze(): JobContext["snooze"] {
+    this.snoozeFn ??= (delay: Duration): never => {
+      throw new SnoozeSignal(checkDelay(parseDuration(delay, "snooze delay"), delay, "snooze delay"));
+    };
+    return this.snoozeFn;
+  }
+
+  get completeInTransaction(): JobContext["completeInTransaction"] {
+    this.completeFn ??= <T>(fn: (tx: TxHandle) => Promise<T> | T) => this.completeIn(fn);
+    return this.completeFn;
+  }
+
+  private async runOnce<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
+    if (typeof key !== "string" || key.length === 0)
+      throw new TypeError("ctx.once needs a non-empty string key");
+    const seen = await this.deps.store.ledgerGet(key);
+    if (seen.found) {
+      this.log.debug({ key }, "side effect already done; skipped");
+      return seen.value as T;
+    }
+    const value = await fn();
+    // Checked here, not by the store: every store refuses the same values (Postgres alone
+    // refused a NUL, after the effect ran), and the job fails without a ledger entry.
+    if (value !== undefined)
+      storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
+    await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
+    return value;
+  }
+
+  private async reportProgress(fraction: number, message?: string): Promise<void> {
+    if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
+      throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
+    }
+    if (message !== undefined) storableJson(message, this.deps.payloadLimit, "progress message");
+    await this.deps.store.setProgress(
+      this.lease,
+      message === undefined ? { fraction } : { fraction, message },
+    );
+  }
+
+  private async completeIn<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
+    const limit = this.deps.payloadLimit;
+    // A result no store can hold rolls the transaction back and fails the job, on every store.
+    const checked = async (tx: TxHandle): Promise<T> => {
+      const value = await fn(tx);
+      checkResult(value, limit);
+      return value;
+    };
+    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked);
+    if (!done.applied) {
+      throw new JobAbort(
+        "lease-lost",
+        "lease lost before the transaction could complete the job; rolled back",
+      );
+    }
+    this.completedInTransaction = true;
+    return done.value as T;
+  }
+}
+
+export interface ExecutorDeps {
+  store: Store;
+  workerId: string;
+  log: Logger;
+  logPayloads: boolean;
+  /** Largest result or ctx.once value in bytes (JSON), as for payloads. */
+  payloadLimit: number;
+  findJob(name: string): AnyJobDefinition | undefined;
+  knownJobNames(): string[];
+  classify?: (err: unknown) => Classification | undefined;
+  /** A rate-limited answer paused a flow budget (the `flowPaused` event). */
+  onFlowPaused?: (pause: { queue: string; key: string | null; ms: number }) => void;
+}
+
+/** A result every store can hold, or the ValidationError (permanent: it fails the job) saying why not. */
+export function checkResult(result: unknown, limit: number): void {
+  if (result === undefined || result === null || typeof result === "number" || typeof result === "boolean")
+    return; // nothing to check: the common case costs no serialisation
+  storableJson(result, limit, "result");
+}
