@@ -45,23 +45,8 @@ function claimIn(c: Connection, req: FlowRequest): FlowClaim {
   if (isQueuePaused(c, queue)) return { jobs: [], held: 0, retryInMs: null }; // as claimJobs
   const now = c.now();
   const windowMs = rateWindowMs(flow);
-  const running = new Map<string, number>();
-  for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[]) running.set(r.key, r.n);
-  const claims = new Map<string, number[]>();
-  if (windowMs > 0) {
-    c.q(Q.FLOW_FORGET_CLAIMS).run({ queue, since: now - windowMs });
-    for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since: now - windowMs }) as {
-      key: string;
-      at: number;
-    }[]) {
-      const times = claims.get(r.key);
-      if (times) times.push(r.at);
-      else claims.set(r.key, [r.at]);
-    }
-  }
-  const pausedUntil = new Map<string, number>();
-  for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
-    pausedUntil.set(r.key, r.until);
+  if (windowMs > 0) c.q(Q.FLOW_FORGET_CLAIMS).run({ queue, since: now - windowMs });
+  const { running, claims, pausedUntil } = readFlowState(c, queue, now, windowMs);
   const cursor = (c.q(Q.FLOW_CURSOR).get({ queue }) as { cursor: string } | undefined)?.cursor ?? null;
   const state: FlowState = { now, running, claims, pausedUntil, cursor };
   const due = dueJobs(c, queue, now, req.limit, cursor, keysToVisit(req.limit, state));
@@ -138,28 +123,31 @@ function dueJobs(
 /** A queue's flow state now: read in one deferred transaction (a consistent snapshot), no lock. */
 export function flowStatus(c: Connection, req: { queue: string; windowMs: number }): FlowStatus {
   return c.db.transaction(() => {
-    const { queue, windowMs } = req;
     const now = c.now();
-    const running = new Map<string, number>();
-    for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[])
-      running.set(r.key, r.n);
-    const claims = new Map<string, number[]>();
-    if (windowMs > 0) {
-      for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since: now - windowMs }) as {
-        key: string;
-        at: number;
-      }[]) {
-        const times = claims.get(r.key);
-        if (times) times.push(r.at);
-        else claims.set(r.key, [r.at]);
-      }
-    }
-    for (const times of claims.values()) times.sort((a, b) => a - b);
-    const pausedUntil = new Map<string, number>();
-    for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
-      pausedUntil.set(r.key, r.until);
-    return { now: new Date(now), running, claims, pausedUntil };
+    return { now: new Date(now), ...readFlowState(c, req.queue, now, req.windowMs) };
   })();
+}
+
+/** Running jobs, claims within `windowMs` (oldest first) and paused budgets of a queue, by flow key. */
+function readFlowState(c: Connection, queue: string, now: number, windowMs: number): Omit<FlowStatus, "now"> {
+  const running = new Map<string, number>();
+  for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[]) running.set(r.key, r.n);
+  const claims = new Map<string, number[]>();
+  if (windowMs > 0) {
+    for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since: now - windowMs }) as {
+      key: string;
+      at: number;
+    }[]) {
+      const times = claims.get(r.key);
+      if (times) times.push(r.at);
+      else claims.set(r.key, [r.at]);
+    }
+  }
+  for (const times of claims.values()) times.sort((x, y) => x - y);
+  const pausedUntil = new Map<string, number>();
+  for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
+    pausedUntil.set(r.key, r.until);
+  return { running, claims, pausedUntil };
 }
 
 export function pauseFlow(c: Connection, req: { queue: string; key: string | null; ms: number }): void {
