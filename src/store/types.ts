@@ -59,6 +59,15 @@ export interface ClaimedJob extends RunningJob {
 }
 
 /** What claimFlowJobs took, and what it left behind for a limit. */
+/** A claim of a flow-controlled queue: claimJobs's request, with the queue's limits. */
+export interface FlowClaimRequest {
+  queue: string;
+  limit: number;
+  workerId: string;
+  leaseMs: number;
+  flow: FlowLimits;
+}
+
 export interface FlowClaim {
   jobs: ClaimedJob[];
   /** Due jobs a limit held back (the claim could have taken them otherwise). */
@@ -242,13 +251,7 @@ export interface Store {
    * worker's claims (serialised per queue, so concurrent claimers never overshoot), rotating
    * among flow keys. A queue without limits uses claimJobs, which this never slows down.
    */
-  claimFlowJobs(req: {
-    queue: string;
-    limit: number;
-    workerId: string;
-    leaseMs: number;
-    flow: FlowLimits;
-  }): Promise<FlowClaim>;
+  claimFlowJobs(req: FlowClaimRequest): Promise<FlowClaim>;
   /**
    * Pauses a flow key's budget (or the whole queue's, with key null) for `ms` from the store's
    * clock, for every worker: a 429's Retry-After. A pause never shortens a longer one.

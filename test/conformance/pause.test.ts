@@ -12,19 +12,8 @@ import { defineJob } from "../../src/job.js";
 import { openErrand } from "../../src/open-errand.js";
 import { checkedStore } from "../../src/store/checked.js";
 import type { NewJob, ScheduleInput, Store } from "../../src/store/types.js";
+import { poll, sleep } from "./helpers.js";
 import { type StoreFactory, stores } from "./stores.js";
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function poll<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 function newJob(over: Partial<NewJob> = {}): NewJob {
   return { queue: "q", name: "task", payload: {}, priority: 0, maxAttempts: 3, ...over };
@@ -153,7 +142,7 @@ function suite(factory: StoreFactory): void {
       const off = store.onJobsAvailable((q) => seen.push(q));
       try {
         await store.resumeQueue("wake");
-        await poll("a wake-up after resume", async () => seen.some((q) => q === "wake" || q === null));
+        await poll("a wake-up after resume", async () => seen.some((q) => q === "wake" || q === null), 5000);
       } finally {
         off();
       }
@@ -355,7 +344,7 @@ function suite(factory: StoreFactory): void {
           assert.deepEqual(ran, []);
           assert.ok(claims <= 15, `${claims} claims in a second at a poll interval of 200 ms`);
           await errand.resumeQueue("idle");
-          await poll("the jobs to run after resume", async () => ran.length === 5);
+          await poll("the jobs to run after resume", async () => ran.length === 5, 5000);
         } finally {
           await worker.stop();
         }
@@ -384,7 +373,7 @@ function suite(factory: StoreFactory): void {
           slow,
           Array.from({ length: 60 }, (_, n) => ({ payload: { n } })),
         );
-        await poll("the read-ahead to fill", async () => starts.length >= 12);
+        await poll("the read-ahead to fill", async () => starts.length >= 12, 5000);
         await errand.pauseQueue("paced");
         const paused = performance.now();
         await sleep(400);

@@ -6,26 +6,18 @@
  */
 import type pg from "pg";
 import { type DueJob, dueOrder, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
-import type { FlowClaim, FlowLimits, FlowStatus, InsertResult, NewJob } from "../types.js";
+import type { FlowClaim, FlowClaimRequest, FlowStatus, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
 import { type Row, toClaimed } from "./rows.js";
 
-interface FlowRequest {
-  queue: string;
-  limit: number;
-  workerId: string;
-  leaseMs: number;
-  flow: FlowLimits;
-}
-
-export async function claimFlowJobs(db: Db, req: FlowRequest): Promise<FlowClaim> {
+export async function claimFlowJobs(db: Db, req: FlowClaimRequest): Promise<FlowClaim> {
   const result = await db.transaction((client) => claimOn(db, client, req));
   if (result === Rollback) return { jobs: [], held: 0, retryInMs: null };
   return result as FlowClaim;
 }
 
-async function claimOn(db: Db, client: pg.PoolClient, req: FlowRequest): Promise<FlowClaim> {
+async function claimOn(db: Db, client: pg.PoolClient, req: FlowClaimRequest): Promise<FlowClaim> {
   const { queue, flow } = req;
   const windowMs = rateWindowMs(flow);
   await db.run("FLOW_LOCK", [`errand.flow:${db.schema}:${queue}`], client);

@@ -13,34 +13,26 @@ import {
   planFlowClaim,
   rateWindowMs,
 } from "../flow-plan.js";
-import type { ClaimedJob, FlowClaim, FlowLimits, FlowStatus } from "../types.js";
+import type { ClaimedJob, FlowClaim, FlowClaimRequest, FlowStatus } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./flow-queries.js";
 import { isQueuePaused } from "./pauses.js";
 import { type ClaimRow, claimedFromRow } from "./rows.js";
 
-interface FlowRequest {
-  queue: string;
-  limit: number;
-  workerId: string;
-  leaseMs: number;
-  flow: FlowLimits;
-}
+const built = new WeakMap<Connection, Database.Transaction<(req: FlowClaimRequest) => FlowClaim>>();
 
-const built = new WeakMap<Connection, Database.Transaction<(req: FlowRequest) => FlowClaim>>();
-
-export function claimFlowJobs(c: Connection, req: FlowRequest): FlowClaim {
+export function claimFlowJobs(c: Connection, req: FlowClaimRequest): FlowClaim {
   // The application holds a transaction on a shared handle: try again at the next poll (as claimJobs).
   if (c.db.inTransaction) return { jobs: [], held: 0, retryInMs: null };
   let tx = built.get(c);
   if (!tx) {
-    tx = c.db.transaction((r: FlowRequest) => claimIn(c, r));
+    tx = c.db.transaction((r: FlowClaimRequest) => claimIn(c, r));
     built.set(c, tx);
   }
   return tx.immediate(req);
 }
 
-function claimIn(c: Connection, req: FlowRequest): FlowClaim {
+function claimIn(c: Connection, req: FlowClaimRequest): FlowClaim {
   const { queue, flow } = req;
   if (isQueuePaused(c, queue)) return { jobs: [], held: 0, retryInMs: null }; // as claimJobs
   const now = c.now();
