@@ -1,6 +1,6 @@
 /** Pausing and resuming a queue for every worker (the facade's pauseQueue/resumeQueue). */
 import { checkName } from "./job.js";
-import { emptyStats } from "./store/shared.js";
+import { emptyStats } from "./store/common.js";
 import type { QueuePause, QueueStats, Store } from "./store/types.js";
 import { LIVE_WORKER_MS } from "./waiting.js";
 import { PAUSE_SETTLE_MS } from "./worker/pause-window.js";

@@ -21,7 +21,7 @@
 import { parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
-import { emptyStats } from "../store/shared.js";
+import { emptyStats } from "../store/common.js";
 import type { QueueStats } from "../store/types.js";
 import { BodyError, readJsonObject } from "./body.js";
 import { guard, jsonResponse } from "./security.js";

@@ -3,7 +3,7 @@
  * operations (insert, claim, extend, finish with every outcome kind, let a lease expire,
  * rescue, cancel, retry, discard, prune, progress) and runs each against a real store
  * of the one registry (test/helpers/targets.ts) AND against the small reference model below,
- * written from docs/semantics.md (it does not reuse src/store/shared.ts). After every step the observable state must
+ * written from docs/semantics.md (it does not reuse src/store/common.ts). After every step the observable state must
  * agree: each job's state, attempt, history length, cancel flag, due time; what claim
  * returns, in which order; which writes a lease token still fences in.
  * Any divergence fails with fast-check's shrunk counterexample.

@@ -4,7 +4,7 @@
  * and test/conformance/ holds all three to it.
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
-import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../shared.js";
+import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
 import type {
   ClaimedJob,
   FlowClaim,

@@ -3,7 +3,7 @@
  * stats and the throughput buckets, each a plain function of the rows and the store's now.
  */
 import type { JobRecord } from "../../job.js";
-import { decodeCursor, emptyStats, encodeCursor, matchesSearch } from "../shared.js";
+import { decodeCursor, emptyStats, encodeCursor, matchesSearch } from "../common.js";
 import type { JobFilter, QueueStats, ThroughputBucket } from "../types.js";
 
 /** What the reads need of a row. */

@@ -4,7 +4,7 @@
  * already, and the records returned.
  */
 import type { JobRecord } from "../../job.js";
-import { newJobRecord } from "../shared.js";
+import { newJobRecord } from "../common.js";
 import type { InsertResult, NewJob, TxHandle } from "../types.js";
 import { asClient, type Queryable, retryOnDeadlock, SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";

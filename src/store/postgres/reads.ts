@@ -3,7 +3,7 @@
 import type pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
-import { decodeCursor, emptyStats, encodeCursor } from "../shared.js";
+import { decodeCursor, emptyStats, encodeCursor } from "../common.js";
 import type { JobFilter, JobPage, QueueStats, ThroughputBucket } from "../types.js";
 import { SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";

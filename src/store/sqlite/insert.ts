@@ -5,7 +5,7 @@
  * `db.transaction(() => …)` gets every row in it.
  */
 import { ValidationError } from "../../errors.js";
-import { newJobRecord } from "../shared.js";
+import { newJobRecord } from "../common.js";
 import type { InsertResult, NewJob } from "../types.js";
 import type { Connection } from "./connection.js";
 import { FLOW_SET_KEY } from "./flow-queries.js";

@@ -10,7 +10,7 @@
  */
 import type Database from "better-sqlite3";
 import { ErrandError } from "../../errors.js";
-import { attemptFromOutcome, outcomeTransition } from "../shared.js";
+import { attemptFromOutcome, outcomeTransition } from "../common.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, TxHandle } from "../types.js";
 import { type Connection, closedError, storeBusy } from "./connection.js";
 import { isQueuePaused } from "./pauses.js";

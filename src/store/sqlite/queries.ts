@@ -79,7 +79,7 @@ export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
  * listJobs: newest first, keyset pagination on id. One statement per combination of the
  * indexed filters (queue, state, name) so each uses its index — an `(@x IS NULL OR col = @x)`
  * form would defeat the planner. The search filter is a residual condition (id equals, key
- * contains, payload JSON contains: shared.ts `matchesSearch`), `@search` NULL turns it off.
+ * contains, payload JSON contains: common.ts `matchesSearch`), `@search` NULL turns it off.
  */
 const SEARCH =
   "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0)";

@@ -3,7 +3,7 @@
  * time. Each runs on the connection as one synchronous step (connection.ts `run`).
  */
 import type { JobRecord } from "../../job.js";
-import { decodeCursor, emptyStats, encodeCursor } from "../shared.js";
+import { decodeCursor, emptyStats, encodeCursor } from "../common.js";
 import type { JobFilter, JobPage, QueueStats, ThroughputBucket } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./queries.js";

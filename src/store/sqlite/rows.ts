@@ -88,7 +88,7 @@ const date = (ms: number | null): Date | null => (ms === null ? null : new Date(
 
 /**
  * The attempt history: the JSON array, plus the completing attempt of a completed job when the
- * finish left it implicit — the entry shared.ts attemptFromOutcome builds for it.
+ * finish left it implicit — the entry common.ts attemptFromOutcome builds for it.
  */
 function history(row: JobRow): AttemptRecord[] {
   const attempts = JSON.parse(row.attempts) as AttemptRecord[];

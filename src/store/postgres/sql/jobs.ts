@@ -82,7 +82,7 @@ export const SELECT_JOB = `SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1`;
 
 /**
  * listJobs: newest first, keyset pagination on id. Run unnamed, so Postgres plans it with the
- * actual values and folds away the filters given as NULL. Search (shared.ts `matchesSearch`):
+ * actual values and folds away the filters given as NULL. Search (common.ts `matchesSearch`):
  * id equals, key contains, or the payload's JSON text contains — jsonb's text form (keys sorted,
  * ", " and ": " separators), which is what the database holds.
  * $1 queue, $2 state, $3 name, $4 before id, $5 search, $6 limit.

@@ -111,7 +111,7 @@ const IMPLICIT =
 /**
  * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or
  * a job no longer running matches nothing and reports not applied). The transition mirrors
- * shared.ts `outcomeTransition` and the history entry `attemptFromOutcome`:
+ * common.ts `outcomeTransition` and the history entry `attemptFromOutcome`:
  * - a cancel requested while the job ran turns every outcome but "completed" into "cancelled";
  * - retry → pending at now + delay (charged), snoozed → pending at now + delay (not charged),
  *   released → pending now (not charged, outcome "interrupted");
