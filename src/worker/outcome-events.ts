@@ -25,11 +25,7 @@ export function emitOutcome(
   if (events.listenerCount(event) === 0) return; // most workers have no listeners: build nothing
   const startedAt = new Date(active.startedAt);
   const durationMs = active.finishedAt - active.startedAt;
-  try {
-    events.emit(event, { job: active.job, result, error, delayMs, startedAt, durationMs });
-  } catch (err) {
-    log.error({ err, event }, "an event listener threw");
-  }
+  emitSafely(events, log, event, { job: active.job, result, error, delayMs, startedAt, durationMs });
 }
 
 /**
@@ -38,9 +34,14 @@ export function emitOutcome(
  */
 export function emitStarted(events: EventEmitter, log: Logger, active: ActiveJob): void {
   if (events.listenerCount("started") === 0) return;
+  emitSafely(events, log, "started", { job: active.job, startedAt: new Date(active.startedAt) });
+}
+
+/** Emits an event (a public one, or a worker's test signal); a listener that throws is logged, never breaks the worker. */
+export function emitSafely(events: EventEmitter, log: Logger, event: string, ...args: unknown[]): void {
   try {
-    events.emit("started", { job: active.job, startedAt: new Date(active.startedAt) });
+    events.emit(event, ...args);
   } catch (err) {
-    log.error({ err, event: "started" }, "an event listener threw");
+    log.error({ err, event }, "an event listener threw");
   }
 }

@@ -18,6 +18,7 @@ import {
   type WorkerSettings,
   workerSettings,
 } from "./options.js";
+import { emitSafely } from "./outcome-events.js";
 import { Producer, type ProducerHost, returnBuffered } from "./producer.js";
 import { RunningJobs } from "./running.js";
 import type { Deps, StopResult, WorkerSignals } from "./types.js";
@@ -195,7 +196,7 @@ export class Worker implements ProducerHost {
       findJob: this.deps.findJob,
       knownJobNames: this.deps.knownJobNames,
       classify,
-      onFlowPaused: (pause) => this.emit("flowPaused", pause),
+      onFlowPaused: (pause) => emitSafely(this.deps.events, this.deps.log, "flowPaused", pause),
     };
   }
 
@@ -231,26 +232,12 @@ export class Worker implements ProducerHost {
   }
 
   throttled(queue: string, held: number, retryInMs: number | null): void {
-    this.emit("throttled", { queue, held, retryInMs });
+    emitSafely(this.deps.events, this.deps.log, "throttled", { queue, held, retryInMs });
   }
 
-  /** Emits an errand event; a listener that throws is logged and breaks nothing. */
-  private emit(name: "throttled" | "flowPaused", info: object): void {
-    try {
-      this.deps.events.emit(name, info);
-    } catch (err) {
-      this.deps.log.error({ err, event: name }, "an event listener threw");
-    }
-  }
-
-  /** Emits a test signal; a listener that throws is logged and breaks nothing. */
+  /** A test signal (WorkerSignals); a listener that throws is logged and breaks nothing. */
   private signal<K extends keyof WorkerSignals>(name: K, ...args: WorkerSignals[K]): void {
-    try {
-      // The generic K does not narrow through EventEmitter's conditional parameter type.
-      this.signals.emit(name, ...(args as never));
-    } catch (err) {
-      this.deps.log.error({ err, signal: name }, "a test-signal listener threw");
-    }
+    emitSafely(this.signals as EventEmitter, this.deps.log, name, ...args);
   }
 
   get isStopping(): boolean {
