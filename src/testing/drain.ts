@@ -66,7 +66,9 @@ export async function drainNow(runner: Runner, into: DrainResult = emptyResult()
   try {
     for (;;) {
       const r = await errand.processJobs({
-        limit: 10_000,
+        // One past maxJobs at most, so a job that enqueues itself is caught after maxJobs runs,
+        // not after the time budget.
+        limit: Math.min(10_000, runner.maxJobs - into.ran + 1),
         concurrency: runner.concurrency,
         timeBudget: runner.stuckAfterMs,
         finishTimeout: runner.stuckAfterMs,

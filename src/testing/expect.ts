@@ -46,10 +46,13 @@ export function expectEnqueued<P>(
   const found = findEnqueued(recorded, ref, match);
   const ok = count === undefined ? found.length > 0 : found.length === count;
   if (!ok) {
-    const wanted = count === undefined ? "at least 1" : `exactly ${count}`;
+    const wanted =
+      count === undefined
+        ? `a "${nameOf(ref)}" job`
+        : `exactly ${count} "${nameOf(ref)}" job${count === 1 ? "" : "s"}`;
     fail(
       "expectEnqueued",
-      `expected ${wanted} "${nameOf(ref)}" job${count === 1 ? "" : "s"}${describeMatch(match)} to be enqueued; found ${found.length}.`,
+      `expected ${wanted}${describeMatch(match)} to be enqueued; found ${found.length}.`,
       recorded,
       nameOf(ref),
       found,

@@ -5,14 +5,26 @@
 import { type Duration, parseDuration } from "../duration.js";
 import type { JobDefinition, JobRecord } from "../job.js";
 
-/** Every field optional, at every depth: a payload matches when the fields given match. */
-export type DeepPartial<T> = T extends readonly unknown[]
-  ? { [K in keyof T]: DeepPartial<T[K]> }
-  : T extends Date
-    ? T
-    : T extends object
-      ? { [K in keyof T]?: DeepPartial<T[K]> }
-      : T;
+/** vitest's and jest's asymmetric matchers (`expect.any(String)`, `expect.stringContaining(…)`). */
+export interface AsymmetricMatcher {
+  asymmetricMatch(actual: unknown): boolean;
+}
+
+/**
+ * Every field optional, at every depth: a payload matches when the fields given match. A string
+ * may be matched by a RegExp, anything by an asymmetric matcher.
+ */
+export type DeepPartial<T> =
+  | AsymmetricMatcher
+  | (T extends string
+      ? T | RegExp
+      : T extends readonly unknown[]
+        ? { [K in keyof T]: DeepPartial<T[K]> }
+        : T extends Date
+          ? T
+          : T extends object
+            ? { [K in keyof T]?: DeepPartial<T[K]> }
+            : T);
 
 /**
  * Which enqueued jobs count. Each field given must match; fields left out match anything.
@@ -41,10 +53,6 @@ export function nameOf(ref: JobRef<unknown>): string {
   if (typeof ref === "string") return ref;
   if (ref && typeof ref === "object" && typeof ref.name === "string") return ref.name;
   throw new TypeError("expectEnqueued takes a job definition (from defineJob) or a job name");
-}
-
-interface AsymmetricMatcher {
-  asymmetricMatch(actual: unknown): boolean;
 }
 
 function isAsymmetric(value: unknown): value is AsymmetricMatcher {
