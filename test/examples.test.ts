@@ -84,7 +84,8 @@ test("examples/demo/jobs.ts: its send-email and build-report jobs run (build-rep
 
 test("examples/testing/shop.test.ts: the application's own tests pass with errand/testing, as a user runs them", async () => {
   // Without the runner's NODE_TEST_CONTEXT the child reports in TAP, as on a user's terminal.
-  const { NODE_TEST_CONTEXT: _, ...userEnv } = env;
+  const userEnv: NodeJS.ProcessEnv = { ...env };
+  delete userEnv.NODE_TEST_CONTEXT;
   const { stdout } = await run(
     process.execPath,
     ["--import", "tsx", "--test", "--test-reporter=tap", "examples/testing/shop.test.ts"],
