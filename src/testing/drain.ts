@@ -81,7 +81,9 @@ export async function drainNow(runner: Runner, into: DrainResult = emptyResult()
       into.cancelled += r.cancelled;
       into.stillDue = r.stillDue;
       if (released.length > 0 || r.released > 0) throw stuck(runner, released);
-      if (r.claimed === 0) return into;
+      // Nothing due is left (stillDue counts jobs the run's own handlers enqueued too): done,
+      // without one more run to find that out.
+      if (r.claimed === 0 || r.stillDue === 0) return into;
       if (into.ran > runner.maxJobs) {
         throw new Error(
           `errand/testing: more than ${runner.maxJobs} jobs ran in one drain; do jobs enqueue each other forever? (raise maxJobs if not)`,
