@@ -8,5 +8,6 @@ export { FakeClock } from "./clock.js";
 export type { DrainResult } from "./drain.js";
 export type { CountOption } from "./expect.js";
 export type { DeepPartial, EnqueuedMatch, JobRef } from "./match.js";
-export type { DrainOptions, TestErrandOptions } from "./test-errand.js";
-export { createTestErrand, TestErrand } from "./test-errand.js";
+// The TestErrand type only: test errands are made by createTestErrand.
+export type { DrainOptions, TestErrand, TestErrandOptions } from "./test-errand.js";
+export { createTestErrand } from "./test-errand.js";
