@@ -163,6 +163,18 @@ CREATE TABLE errand_flow_cursors (
 );
 `,
   },
+  {
+    version: 8,
+    name: "tracing: the trace context of the enqueue",
+    // The W3C trace context active at enqueue (tracing/traceparent.ts), handed back by the claims
+    // so each attempt's span links to it, on whichever worker runs it. Set by a second statement
+    // of the inserting transaction, for traced jobs only (insert.ts setTraceContexts): the insert
+    // statements of untraced jobs stay as they were. Nullable, no default: nothing rewritten.
+    // Job logs need no column: they are part of each attempt's history entry (attempts).
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN trace_context TEXT;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

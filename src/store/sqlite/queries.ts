@@ -75,6 +75,9 @@ export const SELECT_JOB_BY_KEY = "SELECT * FROM errand_jobs WHERE queue = ? AND 
 
 export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
 
+/** Sets the trace context of a job just inserted (in the inserting transaction; insert.ts). */
+export const SET_TRACE_CONTEXT = "UPDATE errand_jobs SET trace_context = @context WHERE id = @id";
+
 /**
  * listJobs: newest first, keyset pagination on id. One statement per combination of the
  * indexed filters (queue, state, name) so each uses its index — an `(@x IS NULL OR col = @x)`
@@ -138,7 +141,8 @@ WHERE id IN (
   ORDER BY priority DESC, run_at, id
   LIMIT @limit
 )
-RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until`;
+RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until,
+          trace_context`;
 
 /** Fenced: only the holder of the current lease token of a running job matches. */
 export const EXTEND_LEASE = `
