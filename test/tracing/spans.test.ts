@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { trace } from "@opentelemetry/api";
+import Database from "better-sqlite3";
 import { z } from "zod";
 import { defineJob } from "../../src/index.js";
 import { sendWelcome } from "../fixtures/traced-jobs.js";
@@ -156,6 +157,45 @@ for (const target of targets) {
     });
   });
 }
+
+describe("tracing a synchronous enqueue inside a better-sqlite3 transaction", () => {
+  test("the PRODUCER span ends before the transaction does, and the job carries its context", async () => {
+    const sqlite = targets.find((t) => t.name === "sqlite");
+    assert.ok(sqlite);
+    const tracing = registerTracing();
+    const { errand, url, cleanup } = await sqlite.openErrand();
+    const db = new Database(url);
+    try {
+      errand.register(sendWelcome);
+      const app = trace.getTracer("the-app");
+      app.startActiveSpan("POST /signup", { kind: KIND.SERVER }, (span) => {
+        db.transaction(() => {
+          void errand.enqueue(sendWelcome, { userId: 3 }, { tx: db });
+          // Synchronous: the enqueue's span has ended here, inside the transaction.
+          assert.equal(tracing.spans().filter((s) => s.kind === KIND.PRODUCER).length, 1);
+        })();
+        span.end();
+      });
+      const producer = one(tracing.spans(), (s) => s.kind === KIND.PRODUCER);
+      const request = one(tracing.spans(), (s) => s.kind === KIND.SERVER);
+      assert.equal(producer.parentSpanId, request.spanId);
+      const [claimed] = await errand.store.claimJobs({
+        queue: "emails",
+        limit: 1,
+        workerId: "w",
+        leaseMs: 10_000,
+      });
+      assert.equal(
+        claimed.traceContext,
+        JSON.stringify({ traceparent: `00-${producer.traceId}-${producer.spanId}-01` }),
+      );
+    } finally {
+      db.close();
+      await cleanup();
+      await tracing.shutdown();
+    }
+  });
+});
 
 /** The span about job `id` (its message id), whichever trace it is in. */
 function isAbout(span: ExportedSpan, id: string): boolean {
