@@ -971,7 +971,7 @@ async function renderJob(id, isCurrent) {
   }
 }
 
-/** An attempt's job log (the handler's ctx.log lines), open for the newest attempt that has one. */
+/** An attempt's job log (the handler's ctx.log lines), folded like the stack trace: one click opens it. */
 function jobLog(attempt) {
   const lines = attempt.logs.filter((l) => l.dropped === undefined);
   const marker = attempt.logs.find((l) => l.dropped !== undefined);
