@@ -17,6 +17,7 @@ import {
 } from "../src/index.js";
 import { MemoryStore } from "../src/store/memory/index.js";
 import { JOB_LOG_MAX_BYTES, JOB_LOG_MAX_LINE, JOB_LOG_MAX_LINES } from "../src/worker/job-log.js";
+import { targets } from "./helpers/targets.js";
 import { waitFor } from "./helpers/wait.js";
 
 /** An errand on a memory store whose process log is collected (as JSON lines). */
@@ -194,3 +195,34 @@ describe("job logs", () => {
     await errand.close();
   });
 });
+
+for (const target of targets) {
+  describe(`job logs every store can hold, on ${target.name}`, { skip: target.skip }, () => {
+    test("NULs and lone surrogates in a line's text, values and keys do not cost the job its outcome", async () => {
+      const { errand, cleanup } = await target.openErrand();
+      try {
+        const odd = defineJob({
+          name: "odd",
+          queue: "q",
+          schema: z.object({}),
+          run(_p, ctx) {
+            ctx.log.info({ value: "a\u0000b\ud800" }, "text \u0000 \udc00");
+            ctx.log.info({ "key\u0000": 1 }, "bad key");
+          },
+        });
+        errand.register(odd);
+        const { id } = await errand.enqueue(odd, {});
+        const done = await runToEnd(errand, id);
+        assert.deepEqual(
+          done.attempts[0].logs?.map((l) => [l.msg, l.fields]),
+          [
+            ["text \ufffd \ufffd", { value: "a\ufffdb\ufffd" }],
+            ["bad key", { unserializable: "the fields logged with this line have a key no store can hold" }],
+          ],
+        );
+      } finally {
+        await cleanup();
+      }
+    });
+  });
+}

@@ -151,6 +151,11 @@ function jsonFields(obj: Record<string, unknown>): Record<string, unknown> | und
     return { unserializable: "the fields logged with this line could not be serialised" };
   }
   if (json === undefined || json === "{}") return undefined;
+  // The values were made storable above; a NUL or a lone surrogate left now is in a key, which
+  // Postgres's jsonb would refuse (and with it the attempt's outcome).
+  if (/\\u0000|\\ud[89a-f][0-9a-f]{2}/i.test(json)) {
+    return { unserializable: "the fields logged with this line have a key no store can hold" };
+  }
   if (json.length > JOB_LOG_MAX_LINE) {
     return {
       truncated: `${json.length} characters of fields, more than the ${JOB_LOG_MAX_LINE} kept per line`,
