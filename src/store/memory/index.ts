@@ -72,14 +72,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
       const existing = keyId ? this.jobs.get(keyId) : undefined;
       // The key's holder: a duplicate, one to replace, or one that gives the key up (unique.ts).
       const action = existing ? (input.unique ? holderAction(input.unique, existing, now) : "match") : null;
-      if (existing && action === "match") {
-        results.push({ job: this.publicJob(existing), created: false });
-        continue;
-      }
-      if (existing && action === "replace") {
-        this.replaceRow(existing, input, now);
-        createdQueues.add(existing.queue);
-        results.push({ job: this.publicJob(existing), created: false, replaced: true });
+      if (existing && action !== "release") {
+        if (action === "replace") this.replaceRow(existing, input, now);
+        if (action === "replace") createdQueues.add(existing.queue); // it may be due sooner
+        results.push({ job: this.publicJob(existing), created: false, replaced: action === "replace" });
         continue;
       }
       const seq = ++this.seq;
