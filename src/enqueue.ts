@@ -12,6 +12,17 @@ import { checkDelay, checkRunAt } from "./instant.js";
 import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
 import { checkPayload } from "./payload.js";
 import type { NewJob } from "./store/types.js";
+import {
+  checkDebounce,
+  checkKey,
+  type DebounceDefinition,
+  type DebounceOptions,
+  debounceKeyOf,
+  debounceRule,
+  type OnConflict,
+  type UniqueOptions,
+  uniqueRule,
+} from "./unique.js";
 
 /** The options of one job (EnqueueOptions without `tx`). */
 export interface JobOptions {
@@ -20,6 +31,9 @@ export interface JobOptions {
   runAt?: Date | string;
   maxAttempts?: number;
   key?: string;
+  unique?: UniqueOptions;
+  onConflict?: OnConflict;
+  debounce?: DebounceOptions;
 }
 
 /**
@@ -83,6 +97,10 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     }
     row.key = options.key;
   }
+  // The plain enqueue reads two absent fields here and goes on: no cost for what it does not use.
+  if (options.unique !== undefined || options.onConflict !== undefined)
+    row.unique = uniqueRule(options, what);
+  if (options.debounce !== undefined || def.debounce) applyDebounce(def, options, row, what);
   const { delay, runAt } = options;
   if (delay !== undefined)
     row.delayMs = checkOption(() => checkDelay(parseDuration(delay, "delay"), delay), what);
@@ -112,11 +130,47 @@ function accept<P>(
   return row;
 }
 
-/** The row with its flow key, computed from the (valid) payload by the definition's key function. */
+/**
+ * The row with its flow key, computed from the (valid) payload by the definition's key function,
+ * and its debounce key when the definition's debounce key is a function.
+ */
 function withFlowKey<P>(def: JobDefinition<P, unknown>, row: NewJob, what: string): NewJob {
   // A definition made by hand (not defineJob) may lack `flow`.
   if (def.flow) row.flowKey = flowKeyOf(def.flow, row.payload, what, def.name);
+  if (row.key === DEBOUNCE_KEY_PENDING)
+    row.key = debounceKeyOf(def.debounce as DebounceDefinition, row.payload, what, def.name);
   return row;
+}
+
+/** Stands for a debounce key that a function computes from the payload, once it is validated. */
+const DEBOUNCE_KEY_PENDING = "\u0000debounce";
+
+/**
+ * A debounce — the enqueue's own, or else its definition's — into the row: its key, its first
+ * run time (now + delay) and its rule (one pending job per key, replaced by each enqueue). The
+ * debounce decides the key and the run time, so an enqueue that also gives one is refused.
+ */
+function applyDebounce<P>(
+  def: JobDefinition<P, unknown>,
+  options: JobOptions,
+  row: NewJob,
+  what: string,
+): void {
+  const own = options.debounce !== undefined;
+  const debounce = own
+    ? checkDebounce(options.debounce, `${what}: debounce`, false)
+    : (def.debounce as DebounceDefinition);
+  const source = own ? "debounce" : `the debounce of job "${def.name}"`;
+  for (const option of ["key", "unique", "onConflict", "delay", "runAt"] as const) {
+    if (options[option] !== undefined)
+      throw new ValidationError(
+        `${what}: ${option} cannot be given with ${source}, which decides the job's key and run time`,
+      );
+  }
+  row.key =
+    typeof debounce.key === "string" ? checkKey(debounce.key, `${what}: debounce.key`) : DEBOUNCE_KEY_PENDING;
+  row.delayMs = debounce.delayMs;
+  row.unique = debounceRule(debounce);
 }
 
 /** An integer option within its range, or a ValidationError naming the item. */

@@ -3,6 +3,7 @@ import type { Duration } from "./duration.js";
 import type { AnyJobDefinition, JobDefinition, JobRecord } from "./job.js";
 import type { Logger } from "./logger.js";
 import type { RescuedJob, Store, TxHandle } from "./store/types.js";
+import type { DebounceOptions, OnConflict, UniqueOptions } from "./unique.js";
 
 export interface OpenErrandOptions {
   /** `./errand.db` (default, or ERRAND_URL), `sqlite:<path>`, `memory:`, `postgres://…`. */
@@ -34,8 +35,17 @@ export interface EnqueueOptions {
   /** Run no earlier than this instant (Date or ISO string). */
   runAt?: Date | string;
   maxAttempts?: number;
-  /** Idempotency key: a job of this queue with the same key is returned instead of a new one. */
+  /**
+   * Idempotency key: a job of this queue with the same key is returned instead of a new one —
+   * by default any such job still stored, finished ones included (see `unique`).
+   */
   key?: string;
+  /** Which job with the same key counts as a duplicate: `{ while: "pending" | "unfinished" | "retained", for: "1h" }`. */
+  unique?: UniqueOptions;
+  /** `"keep"` (default) returns a duplicate as it is; `"replace"` gives a pending one this payload and run time. */
+  onConflict?: OnConflict;
+  /** Collapse enqueues with the same key: `{ key, delay: "5s", maxWait: "1m" }` (no key, unique, delay or runAt with it). */
+  debounce?: DebounceOptions;
   /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
   tx?: TxHandle;
 }
@@ -44,8 +54,12 @@ export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
   payload: P;
 }
 
-/** What `enqueue` returns: the job record, and whether it was created (false: an existing job's key matched). */
-export type EnqueuedJob<P> = JobRecord<P> & { created: boolean };
+/**
+ * What `enqueue` returns: the job record; `created`: a new job was stored (false: a job holding
+ * the key was returned); `replaced`: that job was pending and took this enqueue's payload and run
+ * time (`onConflict: "replace"`, debounce).
+ */
+export type EnqueuedJob<P> = JobRecord<P> & { created: boolean; replaced: boolean };
 
 export interface JobEvent {
   job: {

@@ -266,6 +266,7 @@ export class Errand extends ErrandOperations {
     for (let i = 0; i < results.length; i++) {
       const job = results[i].job as EnqueuedJob<P>;
       job.created = results[i].created;
+      job.replaced = results[i].replaced === true;
       if (job.created) fresh++;
       jobs[i] = job;
     }

@@ -63,6 +63,7 @@ export type {
   ThroughputBucket,
   WorkerInfo,
 } from "./store/types.js";
+export type { DebounceOptions, OnConflict, UniqueOptions, UniqueWhile } from "./unique.js";
 export type { WaitReason } from "./waiting.js";
 export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";

@@ -4,6 +4,7 @@ import { type Duration, parseDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
 import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.js";
 import type { Logger } from "./logger.js";
+import { checkDebounce, type DebounceDefinition, type DebounceOptions } from "./unique.js";
 
 export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
 export const JOB_STATES: readonly JobState[] = ["pending", "running", "completed", "failed", "cancelled"];
@@ -140,6 +141,12 @@ export interface JobDefinitionInput<S extends StandardSchemaV1, R>
   priority?: number;
   /** Decide retry-or-fail for errors the built-in rules do not know. */
   classify?: (err: unknown) => Classification | undefined;
+  /**
+   * Debounce every enqueue of this job: enqueues with the same key (a string, or a function of
+   * the payload) within `delay` collapse into one job that runs once with the latest payload,
+   * no later than `maxWait` after the first. An enqueue's own `debounce` option overrides it.
+   */
+  debounce?: DebounceOptions<string | ((payload: StandardSchemaV1.InferInput<S>) => string)>;
   run: (payload: StandardSchemaV1.InferOutput<S>, ctx: JobContext) => Promise<R> | R;
 }
 
@@ -155,6 +162,8 @@ export interface JobDefinition<P = unknown, R = unknown> {
   readonly classify?: (err: unknown) => Classification | undefined;
   /** Flow control (globalConcurrency, concurrency per key, rateLimit), or null. */
   readonly flow: FlowDefinition | null;
+  /** Debounce of every enqueue (unique.ts), or null (absent on a definition made by hand). */
+  readonly debounce?: DebounceDefinition | null;
   readonly run: (payload: never, ctx: JobContext) => Promise<R> | R;
 }
 
@@ -207,6 +216,10 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
     priority: checkInteger(input.priority ?? 0, `job "${input.name}" priority`, PRIORITY_RANGE),
     classify: input.classify,
     flow: checkFlowOptions(input as FlowOptions<never>, input.name),
+    debounce:
+      input.debounce === undefined
+        ? null
+        : checkDebounce(input.debounce, `job "${input.name}" debounce`, true),
     run: input.run as (payload: never, ctx: JobContext) => Promise<R> | R,
   });
 }

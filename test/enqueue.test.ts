@@ -65,8 +65,9 @@ for (const target of targets) {
         assert.equal(jobs[3].runAt.getTime(), at.getTime());
         assert.equal(jobs[3].maxAttempts, 7);
         for (const job of jobs) {
-          const { created, ...record } = job;
+          const { created, replaced, ...record } = job;
           assert.equal(typeof created, "boolean");
+          assert.equal(replaced, false);
           assert.deepStrictEqual(record, await errand.getJob(job.id), `job ${job.id}`);
         }
         // Each result is an object of its own, even for one key returned twice.
@@ -76,8 +77,9 @@ for (const target of targets) {
         assert.equal(await count(errand), 5);
 
         const one = await errand.enqueue(task, { n: 7 }, { priority: -3 });
-        const { created, ...record } = one;
+        const { created, replaced, ...record } = one;
         assert.equal(created, true);
+        assert.equal(replaced, false);
         assert.deepStrictEqual(record, await errand.getJob(one.id));
       }));
 

@@ -12,8 +12,9 @@
 import type { ErrorKind } from "../errors.js";
 import type { FlowLimits } from "../flow-limits.js";
 import type { AttemptRecord, JobLogLine, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
+import type { UniqueRule, UniqueWhile } from "../unique-rule.js";
 
-export type { FlowLimits };
+export type { FlowLimits, UniqueRule, UniqueWhile };
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
 
@@ -47,12 +48,19 @@ export interface NewJob {
    * null or absent when the enqueue was not traced.
    */
   traceContext?: string | null;
+  /**
+   * Which job already holding `key` counts as a duplicate of this one (store/unique.ts); null or
+   * absent: any job that holds it (the key's default meaning, `retained` + keep).
+   */
+  unique?: UniqueRule | null;
 }
 
 export interface InsertResult {
   job: JobRecord;
   /** false when an existing job with the same (queue, key) was returned instead. */
   created: boolean;
+  /** true when that existing job was pending and took this one's payload and run time (UniqueRule.replace). */
+  replaced?: boolean;
 }
 
 /** A claimed job: what the executor needs, plus the lease token that fences every later write. */

@@ -22,6 +22,7 @@ import type {
   Store,
   ThroughputBucket,
 } from "../types.js";
+import { holderAction, replacementRunAt } from "../unique.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
 import { listRows, statsOf, throughputOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
@@ -70,8 +71,12 @@ export class MemoryStore extends MemoryRegistry implements Store {
     for (const input of jobs) {
       const keyId = input.key ? this.byKey.get(`${input.queue}\u0000${input.key}`) : undefined;
       const existing = keyId ? this.jobs.get(keyId) : undefined;
-      if (existing) {
-        results.push({ job: this.publicJob(existing), created: false });
+      // The key's holder: a duplicate, one to replace, or one that gives the key up (unique.ts).
+      const action = existing ? (input.unique ? holderAction(input.unique, existing, now) : "match") : null;
+      if (existing && action !== "release") {
+        if (action === "replace") this.replaceRow(existing, input, now);
+        if (action === "replace") createdQueues.add(existing.queue); // it may be due sooner
+        results.push({ job: this.publicJob(existing), created: false, replaced: action === "replace" });
         continue;
       }
       const seq = ++this.seq;
@@ -98,6 +103,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     }
     for (const queue of createdQueues) this.notify(queue);
     return results;
+  }
+
+  /** A pending job holding a key takes a new enqueue's payload, run time, priority and flow key. */
+  private replaceRow(row: Row, input: NewJob, now: number): void {
+    row.payload = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
+    row.runAt = new Date(
+      replacementRunAt(input.unique as NonNullable<NewJob["unique"]>, input, row.createdAt, now),
+    );
+    row.priority = input.priority;
+    row.flowKey = input.flowKey ?? null;
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -370,7 +385,9 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   private deleteRow(row: Row): void {
     this.jobs.delete(row.id);
-    if (row.key) this.byKey.delete(`${row.queue}\u0000${row.key}`);
+    // Only the job holding the key frees it: one that gave it up shares it with its holder.
+    const key = `${row.queue}\u0000${row.key}`;
+    if (row.key && this.byKey.get(key) === row.id) this.byKey.delete(key);
   }
 
   async pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {

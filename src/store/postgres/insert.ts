@@ -12,6 +12,7 @@ import { setFlowKeys } from "./flow.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
 import { type Row, toJob } from "./rows.js";
+import { insertScoped } from "./unique.js";
 
 /** Inserts `jobs` in the caller's transaction `tx`, or else on its own (one transaction). */
 export async function insertJobs(
@@ -27,8 +28,15 @@ export async function insertJobs(
     payloads[i] =
       jobs[i].payloadJson ?? serialize(jobs[i].payload, jobs.length === 1 ? "payload" : `job ${i} payload`);
   }
-  const chunks = insertChunks(payloads);
   const wasListening = notifier.isListening;
+  if (jobs.some((j) => j.unique)) {
+    const results = await insertWithScopedKeys(db, client, jobs, payloads);
+    notifyLocally(notifier, wasListening, () =>
+      results.filter((r) => r.created || r.replaced).map((r) => r.job.queue),
+    );
+    return results;
+  }
+  const chunks = insertChunks(payloads);
   let results: InsertResult[];
   // Flow keys are set by a second statement in the same transaction (flow.ts setFlowKeys), so
   // the insert statements of jobs without one stay as they are.
@@ -62,6 +70,51 @@ export async function insertJobs(
   notifyLocally(notifier, wasListening, () => results.filter((r) => r.created).map((r) => r.job.queue));
   return results;
 }
+
+/**
+ * A batch holding jobs with scoped keys (NewJob.unique), in one transaction (the caller's, or
+ * its own): the others as usual, then each scoped one on its own (unique.ts), in (queue, key)
+ * order — two batches locking the same holders in one order cannot deadlock.
+ */
+async function insertWithScopedKeys(
+  db: Db,
+  client: Queryable | null,
+  jobs: NewJob[],
+  payloads: string[],
+): Promise<InsertResult[]> {
+  const plain: number[] = [];
+  const scoped: number[] = [];
+  for (let i = 0; i < jobs.length; i++) (jobs[i].unique ? scoped : plain).push(i);
+  scoped.sort((a, b) =>
+    jobs[a].queue === jobs[b].queue
+      ? compare(jobs[a].key as string, jobs[b].key as string)
+      : compare(jobs[a].queue, jobs[b].queue),
+  );
+  const run = async (c: Queryable): Promise<InsertResult[]> => {
+    const results =
+      plain.length > 0
+        ? await insertOn(db, c, jobs, payloads, insertChunks(payloads, plain), client === null)
+        : new Array<InsertResult>(jobs.length);
+    for (const i of scoped) {
+      results[i] = await insertScoped(db, c, jobs[i], payloads[i], async () => {
+        const traced = jobs[i].traceContext !== undefined && jobs[i].traceContext !== null;
+        const statement = traced ? "INSERT_TRACED_JOBS" : "INSERT_JOBS";
+        const { rows } = await db.run(statement, insertValues(jobs, payloads, [i], true, traced), c, false);
+        if (rows.length === 0) return null;
+        return {
+          job: insertedRecord(jobs[i], payloads[i], String(rows[0].id), Number(rows[0].now_ms)),
+          created: true,
+        };
+      });
+    }
+    await setFlowKeys(db, c, jobs, results);
+    return results;
+  };
+  if (client) return run(client);
+  return retryOnDeadlock(async () => (await db.transaction(run, SLOW_MS)) as InsertResult[]);
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 async function insertOn(
   db: Db,

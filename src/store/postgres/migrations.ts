@@ -311,6 +311,24 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS trace_context text;
 `,
   },
+  {
+    version: 7,
+    name: "scoped keys: a job gives its key up when an enqueue's scope no longer counts it",
+    // Uniqueness with a scope (store/unique.ts): an enqueue whose `unique.while`/`for` no longer
+    // counts the job holding its key marks that job key_released and inserts its own, so several
+    // jobs may share a key, one holding it; the unique index holds the holders only. A column
+    // with a constant default is added without a rewrite (PostgreSQL 11+); the new index is one
+    // pass over the keyed rows (on a big table, build it by hand first with CREATE UNIQUE INDEX
+    // CONCURRENTLY: IF NOT EXISTS then finds it). Breaking: an older errand's ON CONFLICT names
+    // the old index's predicate, which no index has any more, so its keyed enqueues would fail.
+    breaking: true,
+    sql: `
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS key_released boolean NOT NULL DEFAULT false;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_held_idx ON {{schema}}.jobs (queue, key)
+  WHERE key IS NOT NULL AND NOT key_released;
+DROP INDEX IF EXISTS {{schema}}.jobs_key_idx;
+`,
+  },
 ];
 
 /** The highest version this code knows. */

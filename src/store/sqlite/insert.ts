@@ -7,6 +7,7 @@
 import { ValidationError } from "../../errors.js";
 import { newJobRecord } from "../common.js";
 import type { InsertResult, NewJob } from "../types.js";
+import { holderAction, replacementRunAt } from "../unique.js";
 import type { Connection } from "./connection.js";
 import { FLOW_SET_KEY } from "./flow-queries.js";
 import type { Db, Statements } from "./handle.js";
@@ -14,6 +15,9 @@ import {
   INSERT_JOB,
   INSERT_JOB_CHUNK,
   INSERT_JOB_CHUNK_SIZES,
+  RELEASE_KEY,
+  REPLACE_KEY_HOLDER,
+  SELECT_JOB,
   SELECT_JOB_BY_KEY,
   SET_TRACE_CONTEXT,
 } from "./queries.js";
@@ -136,14 +140,43 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
     }
     insertWaiting(); // keeps ids in input order
     if (!insertOne(i, key)) {
-      const existing = statements.get(db, SELECT_JOB_BY_KEY).get(input.queue, key) as JobRow;
-      results[i] = { job: jobFromRow(existing), created: false };
+      const holder = jobFromRow(statements.get(db, SELECT_JOB_BY_KEY).get(input.queue, key) as JobRow);
+      const action = input.unique ? holderAction(input.unique, holder, now) : "match";
+      if (action === "match") results[i] = { job: holder, created: false };
+      else if (action === "replace")
+        results[i] = replaceHolder(db, statements, input, payloads[i], holder, now);
+      else {
+        // Under the write lock nobody else can take the key between these two statements.
+        statements.get(db, RELEASE_KEY).run(Number(holder.id));
+        if (!insertOne(i, key)) throw new Error(`job key "${key}" still held after its holder gave it up`);
+      }
     }
   }
   insertWaiting();
   setFlowKeys(db, statements, jobs, results);
   setTraceContexts(db, statements, jobs, results);
   return results;
+}
+
+/** A pending job holding the key takes the new job's payload, run time, priority and flow key. */
+function replaceHolder(
+  db: Db,
+  statements: Statements,
+  input: NewJob,
+  payload: string,
+  holder: { id: string; createdAt: Date },
+  now: number,
+): InsertResult {
+  const rule = input.unique as NonNullable<NewJob["unique"]>;
+  statements.get(db, REPLACE_KEY_HOLDER).run({
+    id: Number(holder.id),
+    payload,
+    runAt: replacementRunAt(rule, input, holder.createdAt, now),
+    priority: input.priority,
+    flowKey: input.flowKey ?? null,
+  });
+  const job = jobFromRow(statements.get(db, SELECT_JOB).get(Number(holder.id)) as JobRow);
+  return { job, created: false, replaced: true };
 }
 
 /**

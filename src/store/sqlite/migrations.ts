@@ -195,6 +195,21 @@ CREATE INDEX errand_jobs_state_idx ON errand_jobs (state, id) WHERE state <> 'ru
 ALTER TABLE errand_jobs ADD COLUMN trace_context TEXT;
 `,
   },
+  {
+    version: 7,
+    name: "scoped keys: a job gives its key up when an enqueue's scope no longer counts it",
+    // Uniqueness with a scope (store/unique.ts): an enqueue whose `unique.while`/`for` no longer
+    // counts the job holding its key marks that job key_released and inserts its own; the unique
+    // index holds the jobs that still hold their key only, so several jobs may share a key, one
+    // holding it. The column's constant default rewrites nothing; the index is rebuilt (one pass
+    // over the keyed rows). An older errand's inserts name the old index's predicate in ON
+    // CONFLICT and fail against this one: upgrade every process together.
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN key_released INTEGER NOT NULL DEFAULT 0;
+DROP INDEX IF EXISTS errand_jobs_key_idx;
+CREATE UNIQUE INDEX errand_jobs_key_held_idx ON errand_jobs (queue, key) WHERE key IS NOT NULL AND key_released = 0;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

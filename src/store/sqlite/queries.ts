@@ -57,7 +57,7 @@ export const MIGRATION_RECORD = `INSERT INTO errand_migrations (version, name, a
 export const INSERT_JOB = `
 INSERT INTO errand_jobs (queue, name, priority, max_attempts, run_at, payload, key, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING`;
+ON CONFLICT (queue, key) WHERE key IS NOT NULL AND key_released = 0 DO NOTHING`;
 
 /**
  * Keyless jobs go several rows per statement: a job without a key cannot conflict, and inside
@@ -77,7 +77,15 @@ VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?, NULL, ?)").join(", ")}`,
   ]),
 );
 
-export const SELECT_JOB_BY_KEY = "SELECT * FROM errand_jobs WHERE queue = ? AND key = ?";
+/** The job holding a key (migrations.ts version 5: others may share it, having given it up). */
+export const SELECT_JOB_BY_KEY = "SELECT * FROM errand_jobs WHERE queue = ? AND key = ? AND key_released = 0";
+
+/** A job holding a key gives it up (store/unique.ts): no enqueue matches it again. */
+export const RELEASE_KEY = "UPDATE errand_jobs SET key_released = 1 WHERE id = ?";
+
+/** A pending job holding a key takes a new enqueue's payload, run time (ms), priority and flow key. */
+export const REPLACE_KEY_HOLDER =
+  "UPDATE errand_jobs SET payload = @payload, run_at = @runAt, priority = @priority, flow_key = @flowKey WHERE id = @id";
 
 export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
 

@@ -127,7 +127,8 @@ export class SqliteStore implements Store {
   }
 
   private created(results: InsertResult[]): InsertResult[] {
-    this.notifier.notifyEach(results.filter((r) => r.created).map((r) => r.job.queue));
+    // A replaced job may be due sooner than it was: its queue's workers look again.
+    this.notifier.notifyEach(results.filter((r) => r.created || r.replaced).map((r) => r.job.queue));
     return results;
   }
 

@@ -1,5 +1,5 @@
 /** Inserting and reading jobs (insert.ts, reads.ts). */
-import { JOB_COLUMNS, JOBS, ms, NOW, notifyQueues } from "./fragments.js";
+import { epochMs, JOB_COLUMNS, JOBS, ms, NOW, notifyQueues } from "./fragments.js";
 
 // ── jobs: insert and read ─────────────────────────────────────────────────────────────────
 
@@ -72,7 +72,7 @@ WITH ${insertInput(true, traced)}, inserted AS (
   SELECT id, queue, name, payload, priority, max_attempts, ${insertRunAt}, key, ${NOW}${traced ? ", trace_context" : ""}
   FROM input
   ORDER BY queue, key, ord
-  ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
+  ON CONFLICT (queue, key) WHERE key IS NOT NULL AND NOT key_released DO NOTHING
   RETURNING id, queue
 )
 SELECT i.ord, j.id, ${NOW_MS} AS now_ms, ${notifyQueues("inserted")} AS notified
@@ -81,11 +81,38 @@ export const INSERT_JOBS = insertJobs(false);
 /** INSERT_JOBS for a chunk holding traced jobs: the trace contexts as one more array ($9). */
 export const INSERT_TRACED_JOBS = insertJobs(true);
 
-/** Existing jobs for (queue, key) pairs: $1 queues, $2 keys. */
+/** The jobs holding (queue, key) pairs (migrations.ts version 6): $1 queues, $2 keys. */
 export const SELECT_JOBS_BY_KEYS = `
 SELECT ${JOB_COLUMNS}
 FROM ${JOBS}
-WHERE key IS NOT NULL AND (queue, key) IN (SELECT k.queue, k.key FROM unnest($1::text[], $2::text[]) AS k(queue, key))`;
+WHERE key IS NOT NULL AND NOT key_released
+  AND (queue, key) IN (SELECT k.queue, k.key FROM unnest($1::text[], $2::text[]) AS k(queue, key))`;
+
+/**
+ * The job holding key $2 of queue $1, locked until the enqueue's transaction ends (unique.ts
+ * decides what to do with it; a claim skips it meanwhile), with the statement's clock.
+ */
+export const LOCK_KEY_HOLDER = `
+SELECT ${JOB_COLUMNS}, ${epochMs(NOW)} AS now_ms
+FROM ${JOBS}
+WHERE queue = $1 AND key = $2 AND NOT key_released
+FOR UPDATE`;
+
+/** Job $1 gives its key up (store/unique.ts): no enqueue matches it again. */
+export const RELEASE_KEY = `UPDATE ${JOBS} SET key_released = true WHERE id = $1`;
+
+/**
+ * Pending job $1, holding a key, takes a new enqueue's payload $2, run time $3 (epoch ms),
+ * priority $4 and flow key $5; its queue is told (it may be due sooner).
+ */
+export const REPLACE_KEY_HOLDER = `
+WITH replaced AS (
+  UPDATE ${JOBS}
+  SET payload = $2::jsonb, run_at = timestamptz 'epoch' + ${ms("$3::float8")}, priority = $4, flow_key = $5
+  WHERE id = $1
+  RETURNING ${JOB_COLUMNS}
+)
+SELECT r.*, ${notifyQueues("replaced")} AS notified FROM replaced r`;
 
 export const SELECT_JOB = `SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1`;
 
