@@ -22,6 +22,7 @@ export type {
   OpenErrandOptions,
 } from "./errand.js";
 export { Errand } from "./errand.js";
+export type { JobEventName, JobHandle, WaitOptions } from "./errand-results.js";
 export type { Classification, ErrorKind } from "./errors.js";
 export { ErrandError, JobTimeoutError, PermanentError, RetryableError, ValidationError } from "./errors.js";
 export type { FlowKeyFn, FlowOptions } from "./flow.js";
@@ -31,7 +32,15 @@ export { toNodeHandler } from "./http/node.js";
 export { assertServeSafety } from "./http/security.js";
 export type { TickHandlerOptions } from "./http/tick.js";
 export { createTickHandler } from "./http/tick.js";
-export type { AttemptOutcome, AttemptRecord, JobContext, JobDefinition, JobRecord, JobState } from "./job.js";
+export type {
+  AttemptOutcome,
+  AttemptRecord,
+  JobContext,
+  JobDefinition,
+  JobRecord,
+  JobState,
+  OnceOptions,
+} from "./job.js";
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
@@ -54,6 +63,8 @@ export type {
   ThroughputBucket,
   WorkerInfo,
 } from "./store/types.js";
+export type { WaitForReason } from "./wait-error.js";
+export { WaitForError } from "./wait-error.js";
 export type { WaitReason } from "./waiting.js";
 export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";

@@ -17,6 +17,7 @@ import type {
   LeaseStatus,
   NewJob,
   Outcome,
+  PruneRequest,
   QueueStats,
   RescuedJob,
   Store,
@@ -91,6 +92,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     }
     for (const queue of createdQueues) this.notify(queue);
     return results;
+  }
+
+  /** Nothing to record (every finish reaches onJobsFinished); the jobs as they are. */
+  awaitJobs(ids: string[]): Promise<JobRecord[]> {
+    return this.getJobs(ids);
+  }
+
+  async getJobs(ids: string[]): Promise<JobRecord[]> {
+    const rows = [...new Set(ids.map(String))].map((id) => this.jobs.get(id));
+    return rows.filter((row) => row !== undefined).map((row) => this.publicJob(row));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -206,6 +217,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
         row.state = "cancelled";
         row.finishedAt = new Date(now);
         row.cancelRequested = false;
+        this.finished(row.id);
       } else {
         row.state = "pending";
         this.notify(row.queue);
@@ -241,6 +253,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     row.lockedUntil = null;
     row.cancelRequested = false;
     if (t.state === "pending") this.notify(row.queue);
+    else this.finished(row.id);
   }
 
   async completeInTransaction<T>(
@@ -286,6 +299,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       row.cancelRequested = false;
       rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
       if (row.state === "pending") this.notify(row.queue);
+      else this.finished(row.id);
     }
     return rescued;
   }
@@ -323,6 +337,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     if (row.state === "pending") {
       row.state = "cancelled";
       row.finishedAt = new Date(this.clock());
+      this.finished(row.id);
     } else if (row.state === "running") {
       row.cancelRequested = true;
     }
@@ -358,11 +373,14 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   private deleteRow(row: Row): void {
     this.jobs.delete(row.id);
+    this.forgetLedgerOf(row.id);
+    this.finished(row.id);
     if (row.key) this.byKey.delete(`${row.queue}\u0000${row.key}`);
   }
 
-  async pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+  async pruneFinished(req: PruneRequest): Promise<number> {
     const now = this.clock();
+    if (req.globalOnceAgeMs !== undefined) this.pruneGlobalLedger(req.globalOnceAgeMs);
     let pruned = 0;
     for (const row of [...this.jobs.values()]) {
       const finished = row.finishedAt?.getTime();
