@@ -334,8 +334,9 @@ CREATE INDEX IF NOT EXISTS ledger_global_idx ON {{schema}}.ledger (created_at) W
 
 CREATE OR REPLACE FUNCTION {{schema}}.jobs_ledger_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM {{schema}}.ledger l USING (SELECT DISTINCT id::text AS scope FROM old_rows) d
-  WHERE l.scope = d.scope;
+  -- An array, not a join: one probe of ledger_pkey (scope first) per deleted job, whatever the
+  -- planner guesses of the transition table, never a scan of a big ledger per prune batch.
+  DELETE FROM {{schema}}.ledger WHERE scope = ANY(ARRAY(SELECT id::text FROM old_rows));
   RETURN NULL;
 END
 $$;
