@@ -2,13 +2,22 @@
  * errand.waitFor and enqueueAndWait on every store: a job's result, typed by its definition;
  * a clear WaitForError when it fails for good, is cancelled or gone, or the wait ends first —
  * and then the job is untouched. The waits here use `waitRecheck: "1h"`, far past every bound
- * of this file: a wait that settles was woken by the store's notifications, not by the recheck.
+ * of this file: a wait that settles was woken by the store's notifications, not by the recheck
+ * (except the last test, which loses every notification to show the recheck settles waits).
  * Settle latency is measured in bench/wait-for.ts, not asserted here.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { defineJob, PermanentError, ValidationError, WaitForError } from "../../src/index.js";
+import {
+  defineJob,
+  MemoryStore,
+  openErrand,
+  PermanentError,
+  silentLogger,
+  ValidationError,
+  WaitForError,
+} from "../../src/index.js";
 import { targets } from "../helpers/targets.js";
 import { within } from "../helpers/wait.js";
 
@@ -78,9 +87,9 @@ for (const target of targets) {
         assert.match(failed.message, /failed for good after 1 attempt: card declined/);
 
         const pending = await errand.enqueue(parked, {});
-        const waiting = errand.waitFor(pending);
+        const waiting = waitError(errand.waitFor(pending));
         await errand.cancel(pending.id);
-        const cancelled = await waitError(within(waiting, 10_000, "the cancellation"));
+        const cancelled = await within(waiting, 10_000, "the cancellation");
         assert.equal(cancelled.reason, "cancelled");
         assert.equal(cancelled.jobId, pending.id);
 
@@ -102,9 +111,9 @@ for (const target of targets) {
         assert.match(timedOut.message, /did not finish within 50 ms/);
 
         const controller = new AbortController();
-        const aborted = errand.waitFor(job, { signal: controller.signal });
+        const aborted = waitError(errand.waitFor(job, { signal: controller.signal }));
         controller.abort(new Error("the user went away"));
-        const err = await waitError(aborted);
+        const err = await aborted;
         assert.equal(err.reason, "aborted");
         assert.equal((err.cause as Error).message, "the user went away");
         await assert.rejects(errand.waitFor(job, { signal: controller.signal }), { reason: "aborted" });
@@ -130,7 +139,7 @@ for (const target of targets) {
         const bad = await errand.enqueue(reject, { why: "no such account" });
         const untouched = await errand.enqueue(parked, {});
         const waits = jobs.map((job) => errand.waitFor(job));
-        const badWait = errand.waitFor(bad);
+        const badWait = waitError(errand.waitFor(bad));
         const timedOut = waitError(errand.waitFor(untouched, { timeout: "200ms" }));
         const worker = errand.work({ q: { concurrency: 20 } }, { pollInterval: 20 });
         const results = await within(Promise.all(waits), 60_000, "999 results");
@@ -138,7 +147,7 @@ for (const target of targets) {
           results.map((r) => r.doubled),
           jobs.map((_, n) => n * 2),
         );
-        assert.equal((await waitError(within(badWait, 10_000, "the failure"))).reason, "failed");
+        assert.equal((await within(badWait, 10_000, "the failure")).reason, "failed");
         assert.equal((await timedOut).reason, "timeout");
         const still = await errand.getJob(untouched.id);
         assert.equal(still?.state, "pending");
@@ -177,5 +186,37 @@ describe("waitFor and close", () => {
     const waiting = waitError(errand.waitFor(job));
     await cleanup();
     assert.equal((await waiting).reason, "closed");
+  });
+});
+
+describe("waitFor when notifications are lost", () => {
+  test("the recheck finds the result: a store whose wake-ups never arrive still settles every wait", async () => {
+    const store = new MemoryStore();
+    // Every wake-up is lost: only the recheck (every 100 ms here) can settle a wait.
+    const deaf = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "onJobsFinished") return () => () => {};
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const errand = await openErrand({
+      store: deaf,
+      jobs: [double, reject],
+      logger: silentLogger(),
+      waitRecheck: "100ms",
+    });
+    try {
+      const job = await errand.enqueue(double, { n: 4 });
+      const bad = await errand.enqueue(reject, { why: "lost in the mail" });
+      const waits = Promise.all([errand.waitFor(job), waitError(errand.waitFor(bad))]);
+      const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 20 });
+      const [result, err] = await within(waits, 10_000, "the recheck");
+      assert.deepEqual(result, { doubled: 8 });
+      assert.equal(err.reason, "failed");
+      await worker.stop();
+    } finally {
+      await errand.close();
+    }
   });
 });
