@@ -26,6 +26,11 @@ export interface OpenErrandOptions {
   migrate?: boolean;
   /** Refuse to create a Postgres schema that is not there (read-only tools). Default false. */
   mustExist?: boolean;
+  /**
+   * waitFor is woken by the store's notifications; this is how often every wait is also looked
+   * at again, in case a notification was missed (a LISTEN connection that was down). Default 5s.
+   */
+  waitRecheck?: Duration;
 }
 
 export interface EnqueueOptions {
@@ -59,9 +64,10 @@ export interface EnqueueManyItem<P> extends Omit<EnqueueOptions, "tx"> {
  * the key was returned); `replaced`: that job was pending and took this enqueue's payload and run
  * time (`onConflict: "replace"`, debounce).
  */
-export type EnqueuedJob<P> = JobRecord<P> & { created: boolean; replaced: boolean };
+export type EnqueuedJob<P, R = unknown> = JobRecord<P, R> & { created: boolean; replaced: boolean };
 
-export interface JobEvent {
+/** One job's event; `onJob(def, …)` types `payload` and `result` by the definition. */
+export interface JobEvent<P = unknown, R = unknown> {
   job: {
     id: string;
     queue: string;
@@ -69,13 +75,14 @@ export interface JobEvent {
     attempt: number;
     maxAttempts: number;
     priority: number;
-    payload: unknown;
+    payload: P;
     key: string | null;
     /** When the job was due (store clock) and when it was enqueued. */
     runAt?: Date;
     createdAt?: Date;
   };
-  result?: unknown;
+  /** The handler's return value (on "completed"). */
+  result?: R;
   error?: Error;
   delayMs?: number;
   /** When this process's worker started the attempt, and how long the handler ran (ms). */
@@ -118,4 +125,4 @@ export interface FlowPause {
   ms: number;
 }
 
-export type JobRef<P> = JobDefinition<P, unknown> | string;
+export type JobRef<P, R = unknown> = JobDefinition<P, R> | string;

@@ -1,5 +1,6 @@
+import { parseDuration } from "./duration.js";
 import { checkItems, type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
-import { ErrandOperations } from "./errand-operations.js";
+import { ErrandResults } from "./errand-results.js";
 import type {
   EnqueuedJob,
   EnqueueManyItem,
@@ -12,6 +13,7 @@ import { flowKeyOf, queueFlowLimits } from "./flow.js";
 import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
+import { DEFAULT_RECHECK_MS } from "./result-waiters.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
 import type {
@@ -43,7 +45,7 @@ export type {
  * The facade a user opens: enqueue, inspect, work. The operator actions (pause, schedules,
  * workers, bulk retry: what the CLI and HTTP layers call) are inherited from ErrandOperations.
  */
-export class Errand extends ErrandOperations {
+export class Errand extends ErrandResults {
   readonly store: Store;
   readonly log: Logger;
   private readonly jobs = new Map<string, AnyJobDefinition>();
@@ -51,6 +53,7 @@ export class Errand extends ErrandOperations {
   private readonly ownsStore: boolean;
   private readonly payloadLimit: number;
   private readonly logPayloads: boolean;
+  protected readonly waitRecheckMs: number;
   /** Extra periodic work for workers (the scheduler registers itself here). */
   readonly maintenance: Array<() => Promise<void>> = [];
   /** Cron schedules: defined here, synced to the store, fired by workers and ticks. */
@@ -76,6 +79,7 @@ export class Errand extends ErrandOperations {
     this.log = checkLogger(options.logger) ?? createLogger();
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
+    this.waitRecheckMs = parseDuration(options.waitRecheck ?? DEFAULT_RECHECK_MS, "waitRecheck");
     for (const job of options.jobs ?? []) this.register(job);
     this.maintenance.push(async () => {
       await this.scheduler.fire();
@@ -130,7 +134,7 @@ export class Errand extends ErrandOperations {
     return def;
   }
 
-  private resolve<P>(ref: JobRef<P>): JobDefinition<P, unknown> {
+  private resolve<P>(ref: JobRef<P, unknown>): JobDefinition<P, unknown> {
     if (typeof ref === "string") return this.job(ref) as unknown as JobDefinition<P, unknown>;
     if (!ref || typeof ref !== "object" || !("schema" in ref)) {
       throw new TypeError("enqueue takes a job definition (from defineJob) or a registered job name");
@@ -155,18 +159,22 @@ export class Errand extends ErrandOperations {
    * is validated and inserted before this returns, and any error is thrown synchronously — the
    * application's transaction rolls back with it; an asynchronous schema is refused there.
    */
-  enqueue<P>(job: JobRef<P>, payload: P, options: EnqueueOptions = {}): Promise<EnqueuedJob<P>> {
+  enqueue<P, R = unknown>(
+    job: JobRef<P, R>,
+    payload: P,
+    options: EnqueueOptions = {},
+  ): Promise<EnqueuedJob<P, R>> {
     if (inSynchronousTransaction(options.tx)) {
       this.assertOpen();
       const def = this.resolve(job);
       const row = prepareNow(def.name, this.prepare(def, payload, options, "payload"));
-      return Promise.resolve(this.insertNow<P>([row], options.tx)[0]);
+      return Promise.resolve(this.insertNow<P, R>([row], options.tx)[0]);
     }
     try {
       this.assertOpen();
       const def = this.resolve(job);
       const row = this.prepare(def, payload, options, "payload");
-      const insert = (r: NewJob) => this.insert<P>([r], options.tx).then((jobs) => jobs[0]);
+      const insert = (r: NewJob) => this.insert<P, R>([r], options.tx).then((jobs) => jobs[0]);
       return row instanceof Promise ? row.then(insert) : insert(row);
     } catch (err) {
       return Promise.reject(err);
@@ -177,25 +185,25 @@ export class Errand extends ErrandOperations {
    * Stores many jobs of one type in one transaction. Any invalid item rejects the whole call;
    * nothing is stored. Inside a better-sqlite3 transaction, synchronous as `enqueue` is.
    */
-  enqueueMany<P>(
-    job: JobRef<P>,
+  enqueueMany<P, R = unknown>(
+    job: JobRef<P, R>,
     items: readonly EnqueueManyItem<P>[],
     options: { tx?: TxHandle } = {},
-  ): Promise<EnqueuedJob<P>[]> {
+  ): Promise<EnqueuedJob<P, R>[]> {
     if (!inSynchronousTransaction(options.tx)) return this.enqueueManyLater(job, items, options.tx);
     this.assertOpen();
     const def = this.resolve(job);
     const rows = checkItems(items).map((item, i) =>
       prepareNow(def.name, this.prepare(def, item.payload, item, `item ${i} payload`)),
     );
-    return Promise.resolve(rows.length === 0 ? [] : this.insertNow<P>(rows, options.tx));
+    return Promise.resolve(rows.length === 0 ? [] : this.insertNow<P, R>(rows, options.tx));
   }
 
-  private async enqueueManyLater<P>(
-    job: JobRef<P>,
+  private async enqueueManyLater<P, R>(
+    job: JobRef<P, R>,
     items: readonly EnqueueManyItem<P>[],
     tx: TxHandle,
-  ): Promise<EnqueuedJob<P>[]> {
+  ): Promise<EnqueuedJob<P, R>[]> {
     this.assertOpen();
     checkItems(items);
     const def = this.resolve(job);
@@ -215,19 +223,19 @@ export class Errand extends ErrandOperations {
     }
     const rows = pending ? await Promise.all(prepared) : (prepared as NewJob[]);
     if (rows.length === 0) return [];
-    return this.insert<P>(rows, tx);
+    return this.insert<P, R>(rows, tx);
   }
 
   /**
    * The store's insert, in an `enqueue` span when an OpenTelemetry SDK is registered (its trace
    * context is stored with each job: tracing/spans.ts); without one, the insert alone.
    */
-  private insert<P>(rows: NewJob[], tx: TxHandle): Promise<EnqueuedJob<P>[]> {
+  private insert<P, R>(rows: NewJob[], tx: TxHandle): Promise<EnqueuedJob<P, R>[]> {
     const span = startEnqueueSpan(rows);
-    if (!span) return this.store.insertJobs(rows, tx).then((results) => this.afterInsert<P>(results));
+    if (!span) return this.store.insertJobs(rows, tx).then((results) => this.afterInsert<P, R>(results));
     return this.store.insertJobs(rows, tx).then(
       (results) => {
-        const jobs = this.afterInsert<P>(results);
+        const jobs = this.afterInsert<P, R>(results);
         span.end(jobs);
         return jobs;
       },
@@ -239,7 +247,7 @@ export class Errand extends ErrandOperations {
   }
 
   /** Inserts into the caller's better-sqlite3 transaction now (the store throws on any error). */
-  private insertNow<P>(rows: NewJob[], tx: TxHandle): EnqueuedJob<P>[] {
+  private insertNow<P, R>(rows: NewJob[], tx: TxHandle): EnqueuedJob<P, R>[] {
     if (!this.store.insertJobsNow) {
       throw new ValidationError(
         `enqueue tx: a better-sqlite3 Database was passed, but this errand's jobs are in ${this.store.kind}: the job cannot join that transaction`,
@@ -247,7 +255,7 @@ export class Errand extends ErrandOperations {
     }
     const span = startEnqueueSpan(rows);
     try {
-      const jobs = this.afterInsert<P>(this.store.insertJobsNow(rows, tx));
+      const jobs = this.afterInsert<P, R>(this.store.insertJobsNow(rows, tx));
       span?.end(jobs);
       return jobs;
     } catch (err) {
@@ -260,11 +268,11 @@ export class Errand extends ErrandOperations {
    * The store's records, each with `created` added (the store hands them over: no copy), and
    * the "enqueued" event with the new ones.
    */
-  private afterInsert<P>(results: InsertResult[]): EnqueuedJob<P>[] {
-    const jobs = new Array<EnqueuedJob<P>>(results.length);
+  private afterInsert<P, R>(results: InsertResult[]): EnqueuedJob<P, R>[] {
+    const jobs = new Array<EnqueuedJob<P, R>>(results.length);
     let fresh = 0;
     for (let i = 0; i < results.length; i++) {
-      const job = results[i].job as EnqueuedJob<P>;
+      const job = results[i].job as EnqueuedJob<P, R>;
       job.created = results[i].created;
       job.replaced = results[i].replaced === true;
       if (job.created) fresh++;
@@ -276,8 +284,21 @@ export class Errand extends ErrandOperations {
     return jobs;
   }
 
-  getJob(id: string): Promise<JobRecord | null> {
-    return this.store.getJob(String(id));
+  /**
+   * A job by id, or null. Given its definition first, the record is typed by it (payload and
+   * result); a job of another definition is a ValidationError.
+   */
+  getJob(id: string): Promise<JobRecord | null>;
+  getJob<P, R>(job: JobDefinition<P, R>, id: string): Promise<JobRecord<P, R> | null>;
+  async getJob<P, R>(
+    jobOrId: JobDefinition<P, R> | string,
+    maybeId?: string,
+  ): Promise<JobRecord | JobRecord<P, R> | null> {
+    if (typeof jobOrId !== "object" || jobOrId === null) return this.store.getJob(String(jobOrId));
+    const record = await this.store.getJob(String(maybeId));
+    if (record && record.name !== jobOrId.name)
+      throw new ValidationError(`job ${record.id} is a "${record.name}" job, not "${jobOrId.name}"`);
+    return record as JobRecord<P, R> | null;
   }
 
   listJobs(filter: JobFilter = {}): Promise<JobPage> {
@@ -418,6 +439,7 @@ export class Errand extends ErrandOperations {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop()));
+    await this.closeWaiters();
     if (this.ownsStore) await this.store.close();
   }
 }

@@ -22,6 +22,7 @@ export type {
   OpenErrandOptions,
 } from "./errand.js";
 export { Errand } from "./errand.js";
+export type { JobEventName, JobHandle, WaitOptions } from "./errand-results.js";
 export type { Classification, ErrorKind } from "./errors.js";
 export { ErrandError, JobTimeoutError, PermanentError, RetryableError, ValidationError } from "./errors.js";
 export type { FlowKeyFn, FlowOptions } from "./flow.js";
@@ -40,6 +41,7 @@ export type {
   JobLogLine,
   JobRecord,
   JobState,
+  OnceOptions,
 } from "./job.js";
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
@@ -64,6 +66,8 @@ export type {
   WorkerInfo,
 } from "./store/types.js";
 export type { DebounceOptions, OnConflict, UniqueOptions, UniqueWhile } from "./unique.js";
+export type { WaitForReason } from "./wait-error.js";
+export { WaitForError } from "./wait-error.js";
 export type { WaitReason } from "./waiting.js";
 export type { ProcessJobsOptions, ProcessJobsResult } from "./worker/drain.js";
 export type { RunUntilSignalOptions, ShutdownReport } from "./worker/process.js";

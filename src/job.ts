@@ -68,6 +68,12 @@ export interface RunningJob {
   createdAt: Date;
 }
 
+/** Options of `ctx.once`. */
+export interface OnceOptions {
+  /** "job" (default): the key is this job's own. "global": shared by every job of the store. */
+  scope?: "job" | "global";
+}
+
 /** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
 export type TxHandle = unknown;
 
@@ -86,10 +92,13 @@ export interface JobContext {
    */
   readonly log: Logger;
   /**
-   * Runs `fn` once per `key` across all attempts of all jobs: a retry skips side effects that
-   * already completed and gets the value recorded the first time (the ledger).
+   * Runs `fn` once per `key` across all attempts of this job: a retry skips side effects that
+   * already completed and gets the value recorded the first time (the ledger). The key is the
+   * job's own: another job using the same key runs its own effect. With `{ scope: "global" }`
+   * the key is shared by every job (the first to record it wins; the others get its value).
+   * A job's own entries are deleted with the job; global ones after `retention.globalOnce`.
    */
-  once<T>(key: string, fn: () => Promise<T> | T): Promise<T>;
+  once<T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions): Promise<T>;
   /** Reports progress (0..1) and an optional message; shown by the dashboard and `errand jobs show`. */
   progress(fraction: number, message?: string): Promise<void>;
   /** Asks to run again after `delay` without spending an attempt. Ends the handler (throws). */
@@ -102,8 +111,11 @@ export interface JobContext {
   completeInTransaction<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T>;
 }
 
-/** A job as stored, in the library and in every `--json` output. */
-export interface JobRecord<P = unknown> {
+/**
+ * A job as stored, in the library and in every `--json` output. `R` is its result type (from the
+ * definition's `run`), set once the job completed: null before, and for a job with no result.
+ */
+export interface JobRecord<P = unknown, R = unknown> {
   id: string;
   queue: string;
   name: string;
@@ -116,7 +128,7 @@ export interface JobRecord<P = unknown> {
   payload: P;
   key: string | null;
   attempts: AttemptRecord[];
-  result: unknown;
+  result: R | null;
   progress: { fraction: number; message?: string } | null;
   lastError: string | null;
   createdAt: Date;

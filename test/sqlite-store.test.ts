@@ -482,14 +482,14 @@ test("completeInTransaction rolls back the handler's writes when it throws", asy
     store.completeInTransaction(lease, "w", async (tx) => {
       (tx as Database.Database).prepare("INSERT INTO effects VALUES (?, 'half')").run(id);
       await store.insertJobs([job({ key: "follow-up" })], tx);
-      await store.ledgerPut("side-effect", id, 1);
+      await store.ledgerPut({ key: "side-effect", jobId: id, global: false }, 1);
       throw new Error("card declined");
     }),
     /card declined/,
   );
   assert.equal(count(store.db, "SELECT count(*) FROM effects"), 0);
   assert.equal((await store.listJobs({})).jobs.length, 1, "the follow-up job rolled back too");
-  assert.deepEqual(await store.ledgerGet("side-effect"), { found: false });
+  assert.deepEqual(await store.ledgerGet({ key: "side-effect", jobId: id, global: false }), { found: false });
   assert.equal((await store.getJob(id))?.state, "running", "the job keeps its lease");
   assert.deepEqual(await store.finishJobs([{ ...lease, kind: "completed", worker: "w" }]), [true]);
 });
@@ -508,7 +508,7 @@ test("completeInTransaction: calls from inside fn join it, other callers wait fo
       }),
     );
     const [follow] = await store.insertJobs([job({ key: "follow-up" })], tx);
-    await store.ledgerPut("sent", id, { ok: true });
+    await store.ledgerPut({ key: "sent", jobId: id, global: false }, { ok: true });
     events.push(`inside saw ${(await store.getJob(id))?.state}`);
     await sleep(20);
     events.push("fn done");
@@ -518,7 +518,10 @@ test("completeInTransaction: calls from inside fn join it, other callers wait fo
   assert.equal(out.applied, true);
   assert.deepEqual(events, ["inside saw running", "fn done", "outside saw completed"]);
   assert.equal((await store.getJob(String(out.value)))?.state, "pending");
-  assert.deepEqual(await store.ledgerGet("sent"), { found: true, value: { ok: true } });
+  assert.deepEqual(await store.ledgerGet({ key: "sent", jobId: id, global: false }), {
+    found: true,
+    value: { ok: true },
+  });
 });
 
 // ── the clock is SQLite's ──────────────────────────────────────────────────────────────────

@@ -23,7 +23,9 @@ const welcome = defineJob({
   schema: z.object({ userId: z.number().int() }),
   async run({ userId }, ctx) {
     // A mail provider would be called here, through ctx.once so a retry never sends twice.
-    await ctx.once(`welcome:${userId}`, () => console.log(`  sending the welcome e-mail to user ${userId}`));
+    await ctx.once(`welcome:${userId}`, () => console.log(`  sending the welcome e-mail to user ${userId}`), {
+      scope: "global", // one welcome per user, whichever job sends it
+    });
     // The record of the send commits with the job's completion (exactly-once for database effects).
     await ctx.completeInTransaction((tx) => {
       (tx as Database.Database).prepare("INSERT INTO sent_emails VALUES (?, datetime('now'))").run(userId);

@@ -104,6 +104,20 @@ export interface FlowStatus {
   pausedUntil: Map<string, number>;
 }
 
+/** Which ctx.once entry: a key of one job's own (global false), or of the entries all jobs share. */
+export interface LedgerEntryKey {
+  key: string;
+  /** The job that reads or records it. */
+  jobId: string;
+  global: boolean;
+}
+
+export interface PruneRequest {
+  completedAgeMs: number;
+  failedAgeMs: number;
+  globalOnceAgeMs?: number;
+}
+
 export interface Lease {
   id: string;
   leaseToken: number;
@@ -318,12 +332,21 @@ export interface Store {
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
   /** Deletes failed jobs (from the dead-letter queue). */
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
-  /** Deletes completed and cancelled jobs finished more than `completedAgeMs` ago, failed ones past `failedAgeMs`. */
-  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number>;
+  /**
+   * Deletes completed and cancelled jobs finished more than `completedAgeMs` ago, failed ones
+   * past `failedAgeMs` (their own ctx.once entries go with them), and global ctx.once entries
+   * recorded more than `globalOnceAgeMs` ago (kept when it is absent). Answers the jobs deleted.
+   */
+  pruneFinished(req: PruneRequest): Promise<number>;
 
-  /** The side-effect ledger behind ctx.once. */
-  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }>;
-  ledgerPut(key: string, jobId: string, value: unknown): Promise<void>;
+  /**
+   * The side-effect ledger behind ctx.once: one value per key and scope, the first put wins.
+   * A job's own entries (global false) are deleted with the job (retention, discard); a per-job
+   * read also finds a global entry that same job recorded (entries written before scopes
+   * existed were global: docs/semantics.md, ctx.once).
+   */
+  ledgerGet(entry: LedgerEntryKey): Promise<{ found: boolean; value?: unknown }>;
+  ledgerPut(entry: LedgerEntryKey, value: unknown): Promise<void>;
 
   /** Replaces the set of schedules from code (source "code"); schedules added by hand are kept. */
   syncSchedules(schedules: ScheduleInput[]): Promise<void>;
@@ -376,6 +399,24 @@ export interface Store {
    * process's commit). Returns an unsubscribe function. Polling remains the safety net.
    */
   onJobsAvailable(listener: (queue: string | null) => void): () => void;
+
+  /**
+   * waitFor's wake-ups: `listener` gets ids of jobs that may have reached a final state
+   * (completed, failed, cancelled) or been deleted, or null when any may have (a notification
+   * was lost, another process committed). A hint, never the answer: the waiter reads the jobs
+   * (getJobs). Postgres tells of the jobs recorded with awaitJobs only.
+   */
+  onJobsFinished(listener: (ids: string[] | null) => void): () => void;
+  /**
+   * Starts waiting for jobs: every move of one of them to a final state committed after this
+   * answers reaches onJobsFinished (Postgres notifies only such jobs). Answers the jobs as they
+   * are now, as getJobs; a finish committed in between is in the answer or signalled, never lost.
+   */
+  awaitJobs(ids: string[]): Promise<JobRecord[]>;
+  /** Stops waiting for jobs (a timeout, an abort, a job found finished or gone). */
+  unawaitJobs(ids: string[]): Promise<void>;
+  /** The jobs of `ids` that exist, as they are now, in any order (ids of no job are left out). */
+  getJobs(ids: string[]): Promise<JobRecord[]>;
 
   /**
    * Optional housekeeping a worker runs every few seconds (never two at once in one worker).

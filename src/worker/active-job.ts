@@ -1,7 +1,7 @@
 import { type Duration, parseDuration } from "../duration.js";
-import type { Classification } from "../errors.js";
+import { type Classification, ValidationError } from "../errors.js";
 import { checkDelay } from "../instant.js";
-import type { AnyJobDefinition, JobContext, JobLogLine } from "../job.js";
+import type { AnyJobDefinition, JobContext, JobLogLine, OnceOptions } from "../job.js";
 import type { Logger } from "../logger.js";
 import { storableJson } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
@@ -104,7 +104,8 @@ export class ActiveJob implements JobContext {
   private completeFn: JobContext["completeInTransaction"] | undefined = undefined;
 
   get once(): JobContext["once"] {
-    this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T) => this.runOnce(key, fn);
+    this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions) =>
+      this.runOnce(key, fn, options);
     return this.onceFn;
   }
 
@@ -125,12 +126,13 @@ export class ActiveJob implements JobContext {
     return this.completeFn;
   }
 
-  private async runOnce<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
+  private async runOnce<T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions): Promise<T> {
     if (typeof key !== "string" || key.length === 0)
       throw new TypeError("ctx.once needs a non-empty string key");
-    const seen = await this.deps.store.ledgerGet(key);
+    const entry = { key, jobId: this.claimed.id, global: onceScope(options) === "global" };
+    const seen = await this.deps.store.ledgerGet(entry);
     if (seen.found) {
-      this.workerLog.debug({ key }, "side effect already done; skipped");
+      this.workerLog.debug({ key, global: entry.global }, "side effect already done; skipped");
       return seen.value as T;
     }
     const value = await fn();
@@ -138,7 +140,7 @@ export class ActiveJob implements JobContext {
     // refused a NUL, after the effect ran), and the job fails without a ledger entry.
     if (value !== undefined)
       storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
-    await this.deps.store.ledgerPut(key, this.claimed.id, value === undefined ? null : value);
+    await this.deps.store.ledgerPut(entry, value === undefined ? null : value);
     return value;
   }
 
@@ -173,6 +175,14 @@ export class ActiveJob implements JobContext {
     this.completedInTransaction = true;
     return done.value as T;
   }
+}
+
+/** The scope of a ctx.once call; a ValidationError (it fails the job at once) for anything else. */
+function onceScope(options: OnceOptions | undefined): "job" | "global" {
+  const scope = options?.scope ?? "job";
+  if (scope !== "job" && scope !== "global")
+    throw new ValidationError(`ctx.once: scope must be "job" or "global"; got ${JSON.stringify(scope)}`);
+  return scope;
 }
 
 export interface ExecutorDeps {

@@ -6,7 +6,7 @@
  */
 import type { EventEmitter } from "node:events";
 import type { Logger } from "../logger.js";
-import type { RescuedJob, Store } from "../store/types.js";
+import type { PruneRequest, RescuedJob, Store } from "../store/types.js";
 
 /**
  * Runs `task` every `everyMs` — jittered by ±20% and run once at start when asked, so workers
@@ -103,12 +103,8 @@ export async function rescueExpiredLeases(
   return rescued;
 }
 
-/** The pruner's pass: finished jobs past retention deleted. */
-export async function pruneFinished(
-  store: Store,
-  log: Logger,
-  retention: { completedAgeMs: number; failedAgeMs: number },
-): Promise<void> {
+/** The pruner's pass: finished jobs past retention deleted (with their own ctx.once entries), and old global entries. */
+export async function pruneFinished(store: Store, log: Logger, retention: PruneRequest): Promise<void> {
   const pruned = await store.pruneFinished(retention);
   if (pruned > 0) log.info({ pruned }, "pruned finished jobs past retention");
 }

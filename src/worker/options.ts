@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
+import type { PruneRequest } from "../store/types.js";
 
 export interface QueueOptions {
   /** Jobs of this queue run at once in this process. Default 10. */
@@ -30,8 +31,13 @@ export interface WorkerOptions {
    * long at most, and unstarted jobs go back to the queue untouched at stop. Default 100ms; 0 disables.
    */
   readAhead?: Duration;
-  /** Finished-job retention, enforced by the worker's pruner. */
-  retention?: { completed?: Duration; failed?: Duration };
+  /**
+   * Retention, enforced by the worker's pruner: finished jobs (completed and cancelled 7d,
+   * failed 30d; a job's own ctx.once entries go with it) and global ctx.once entries, kept
+   * `globalOnce` after they were recorded (default 30d, as long as a failed job is kept: a
+   * job retried by hand from the dead-letter queue still finds the global keys it recorded).
+   */
+  retention?: { completed?: Duration; failed?: Duration; globalOnce?: Duration };
   /** How often to prune. Default 10 minutes; 0 disables. */
   pruneInterval?: Duration;
   /** Worker id in history and the registry. Default host:pid:random. */
@@ -49,7 +55,7 @@ export interface WorkerSettings {
   batchSize: number;
   readAheadMs: number;
   pruneMs: number;
-  retention: { completedAgeMs: number; failedAgeMs: number };
+  retention: Required<PruneRequest>;
 }
 
 /** Checks `options` (a clear error naming the bad one) and fills in the defaults. */
@@ -74,6 +80,7 @@ export function workerSettings(options: WorkerOptions, bounded: boolean): Worker
   const retention = {
     completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
     failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),
+    globalOnceAgeMs: parseDuration(options.retention?.globalOnce ?? "30d", "retention.globalOnce"),
   };
   return {
     id,

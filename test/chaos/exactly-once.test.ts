@@ -74,7 +74,10 @@ for (const target of targets) {
           ["retried", "completed"],
         );
         assert.equal(await count(), 1, "exactly one effect");
-        assert.deepEqual(await errand.store.ledgerGet(`effect:${enqueued.id}`), { found: true, value: null });
+        assert.deepEqual(
+          await errand.store.ledgerGet({ key: `effect:${enqueued.id}`, jobId: enqueued.id, global: false }),
+          { found: true, value: null },
+        );
       } finally {
         await cleanup();
       }

@@ -168,7 +168,11 @@ describe("worker processes sharing one SQLite file", () => {
       assert.equal(job.attempts.length, 1, `job ${job.id} has one attempt`);
     }
     for (const { id } of jobs) {
-      assert.equal((await errand.store.ledgerGet(`tally:${id}`)).found, true, `ledger entry of job ${id}`);
+      assert.equal(
+        (await errand.store.ledgerGet({ key: `tally:${id}`, jobId: id, global: false })).found,
+        true,
+        `ledger entry of job ${id}`,
+      );
     }
   });
 });

@@ -181,14 +181,19 @@ async function scenario(store: Store): Promise<unknown[]> {
   log("throughput", await store.throughput(3_600_000, 60_000));
   log("stats 3", await store.stats());
 
-  log("ledger miss", await store.ledgerGet("once:1"));
-  await store.ledgerPut("once:1", "1", { sent: 1 });
-  await store.ledgerPut("once:1", "2", { sent: 2 });
-  await store.ledgerPut("once:null", "3", null);
-  await store.ledgerPut("once:undef", "3", undefined);
-  log("ledger hit", await store.ledgerGet("once:1"));
-  log("ledger null", await store.ledgerGet("once:null"));
-  log("ledger undefined", await store.ledgerGet("once:undef"));
+  const once = (key: string, jobId: string, global = true) => ({ key, jobId, global });
+  log("ledger miss", await store.ledgerGet(once("once:1", "1")));
+  await store.ledgerPut(once("once:1", "1"), { sent: 1 });
+  await store.ledgerPut(once("once:1", "2"), { sent: 2 });
+  await store.ledgerPut(once("once:null", "3"), null);
+  await store.ledgerPut(once("once:undef", "3"), undefined);
+  await store.ledgerPut(once("once:1", "4", false), { sent: 4 });
+  log("ledger hit", await store.ledgerGet(once("once:1", "1")));
+  log("ledger null", await store.ledgerGet(once("once:null", "3")));
+  log("ledger undefined", await store.ledgerGet(once("once:undef", "3")));
+  log("ledger per job", await store.ledgerGet(once("once:1", "4", false)));
+  log("ledger per job, global recorded by it", await store.ledgerGet(once("once:null", "3", false)));
+  log("ledger per job, global of another job", await store.ledgerGet(once("once:1", "5", false)));
 
   const at = (iso: string) => new Date(iso);
   const sched = (name: string, extra: Record<string, unknown> = {}) => ({

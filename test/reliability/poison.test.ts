@@ -223,7 +223,11 @@ for (const target of targets) {
           assert.equal(job?.attempts[0].kind, "validation", `${how}: kind`);
           assert.match(job?.lastError ?? "", error, `${how}: error`);
           if (how !== "tx" && how !== "progress") {
-            const entry = await errand.store.ledgerGet(`effect-${how}`);
+            const entry = await errand.store.ledgerGet({
+              key: `effect-${how}`,
+              jobId: ids[how],
+              global: false,
+            });
             assert.equal(entry.found, false, `${how}: no ledger entry`);
           }
         }

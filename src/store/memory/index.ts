@@ -17,6 +17,7 @@ import type {
   LeaseStatus,
   NewJob,
   Outcome,
+  PruneRequest,
   QueueStats,
   RescuedJob,
   Store,
@@ -113,6 +114,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     );
     row.priority = input.priority;
     row.flowKey = input.flowKey ?? null;
+  }
+
+  /** Nothing to record (every finish reaches onJobsFinished); the jobs as they are. */
+  awaitJobs(ids: string[]): Promise<JobRecord[]> {
+    return this.getJobs(ids);
+  }
+
+  async getJobs(ids: string[]): Promise<JobRecord[]> {
+    const rows = [...new Set(ids.map(String))].map((id) => this.jobs.get(id));
+    return rows.filter((row) => row !== undefined).map((row) => this.publicJob(row));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -229,6 +240,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
         row.state = "cancelled";
         row.finishedAt = new Date(now);
         row.cancelRequested = false;
+        this.finished(row.id);
       } else {
         row.state = "pending";
         this.notify(row.queue);
@@ -264,6 +276,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     row.lockedUntil = null;
     row.cancelRequested = false;
     if (t.state === "pending") this.notify(row.queue);
+    else this.finished(row.id);
   }
 
   async completeInTransaction<T>(
@@ -313,6 +326,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       row.cancelRequested = false;
       rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
       if (row.state === "pending") this.notify(row.queue);
+      else this.finished(row.id);
     }
     return rescued;
   }
@@ -350,6 +364,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     if (row.state === "pending") {
       row.state = "cancelled";
       row.finishedAt = new Date(this.clock());
+      this.finished(row.id);
     } else if (row.state === "running") {
       row.cancelRequested = true;
     }
@@ -385,13 +400,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   private deleteRow(row: Row): void {
     this.jobs.delete(row.id);
+    this.forgetLedgerOf(row.id);
+    this.finished(row.id);
     // Only the job holding the key frees it: one that gave it up shares it with its holder.
     const key = `${row.queue}\u0000${row.key}`;
     if (row.key && this.byKey.get(key) === row.id) this.byKey.delete(key);
   }
 
-  async pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+  async pruneFinished(req: PruneRequest): Promise<number> {
     const now = this.clock();
+    if (req.globalOnceAgeMs !== undefined) this.pruneGlobalLedger(req.globalOnceAgeMs);
     let pruned = 0;
     for (const row of [...this.jobs.values()]) {
       const finished = row.finishedAt?.getTime();

@@ -3,18 +3,26 @@
  * worker registry and the wake-up listeners. None of it touches the jobs table, so MemoryStore
  * (./index.ts) inherits it.
  */
-import type { QueuePause, ScheduleInput, ScheduleRecord, WorkerInfo } from "../types.js";
+import type { LedgerEntryKey, QueuePause, ScheduleInput, ScheduleRecord, WorkerInfo } from "../types.js";
+
+interface LedgerEntry {
+  jobId: string;
+  value: unknown;
+  createdAt: number;
+}
 
 export const clone = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
 
 export class MemoryRegistry {
   protected readonly clock: () => number;
-  private readonly ledger = new Map<string, { jobId: string; value: unknown }>();
+  /** ctx.once entries by scope ("" global, else the job's id), then by key. */
+  private readonly ledger = new Map<string, Map<string, LedgerEntry>>();
   private readonly schedules = new Map<string, ScheduleRecord>();
   private readonly workers = new Map<string, WorkerInfo>();
   /** Paused queues and since when (claimJobs takes nothing from them). */
   protected readonly pausedQueues = new Map<string, Date>();
   protected readonly listeners = new Set<(queue: string | null) => void>();
+  private readonly finishedListeners = new Set<(ids: string[] | null) => void>();
 
   constructor(clock: () => number) {
     this.clock = clock;
@@ -28,6 +36,19 @@ export class MemoryRegistry {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+
+  /** A job reached a final state or was deleted (waitFor's wake-up). */
+  protected finished(id: string): void {
+    for (const listener of this.finishedListeners) queueMicrotask(() => listener([id]));
+  }
+
+  onJobsFinished(listener: (ids: string[] | null) => void): () => void {
+    this.finishedListeners.add(listener);
+    return () => this.finishedListeners.delete(listener);
+  }
+
+  /** Nothing to record: every finish in this process reaches onJobsFinished. */
+  async unawaitJobs(_ids: string[]): Promise<void> {}
 
   async pauseQueue(queue: string): Promise<QueuePause> {
     let pausedAt = this.pausedQueues.get(queue);
@@ -54,13 +75,36 @@ export class MemoryRegistry {
     return this.pausedQueues.has(queue);
   }
 
-  async ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    const entry = this.ledger.get(key);
+  /** A per-job read also finds a global entry its own job recorded, as the SQL stores' (their migrations say why). */
+  async ledgerGet({ key, jobId, global }: LedgerEntryKey): Promise<{ found: boolean; value?: unknown }> {
+    let entry = global ? undefined : this.ledger.get(String(jobId))?.get(key);
+    const shared = this.ledger.get("")?.get(key);
+    if (!entry && shared && (global || shared.jobId === String(jobId))) entry = shared;
     return entry ? { found: true, value: clone(entry.value) } : { found: false };
   }
 
-  async ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
-    if (!this.ledger.has(key)) this.ledger.set(key, { jobId, value: clone(value) });
+  async ledgerPut({ key, jobId, global }: LedgerEntryKey, value: unknown): Promise<void> {
+    const scope = global ? "" : String(jobId);
+    let entries = this.ledger.get(scope);
+    if (!entries) {
+      entries = new Map();
+      this.ledger.set(scope, entries);
+    }
+    if (!entries.has(key))
+      entries.set(key, { jobId: String(jobId), value: clone(value), createdAt: this.clock() });
+  }
+
+  /** A deleted job's own ctx.once entries go with it. */
+  protected forgetLedgerOf(jobId: string): void {
+    this.ledger.delete(jobId);
+  }
+
+  /** Global ctx.once entries recorded more than `ageMs` ago. */
+  protected pruneGlobalLedger(ageMs: number): void {
+    const entries = this.ledger.get("");
+    if (!entries) return;
+    const cutoff = this.clock() - ageMs;
+    for (const [key, entry] of entries) if (entry.createdAt < cutoff) entries.delete(key);
   }
 
   async syncSchedules(schedules: ScheduleInput[]): Promise<void> {

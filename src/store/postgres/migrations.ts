@@ -329,6 +329,80 @@ CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_held_idx ON {{schema}}.jobs (queue, k
 DROP INDEX IF EXISTS {{schema}}.jobs_key_idx;
 `,
   },
+  {
+    version: 8,
+    name: "ctx.once scopes (ledger entries per job or global, pruned with their job); awaited jobs notify when they finish",
+    // ctx.once keys were global across all jobs: a job skipped its own side effect when any other
+    // job had used the same key. An entry now belongs to a scope: its job's id (the default) or
+    // '' (global, ctx.once(key, fn, { scope: "global" })). Entries recorded before this version
+    // become global — their key meant that then — and a per-job read also finds a global entry
+    // its own job recorded, so a job retried across the upgrade still skips what it did before
+    // (ledger.ts). ADD COLUMN with a constant default rewrites nothing; the new primary key is
+    // built from the table (a ledger holds one row per side effect done).
+    //
+    // A job's entries are deleted with its row, whatever deletes it (pruning, discard): the
+    // statement trigger reads the deleted ids from the transition table. Global entries are
+    // pruned by age (ledger_global_idx, PRUNE_GLOBAL_LEDGER).
+    //
+    // waitFor (result-waiters.ts): a process waiting for jobs records them in `awaited` (one row
+    // per job and waiting store). When an UPDATE moves awaited jobs to completed, failed or
+    // cancelled, the statement trigger deletes their rows and sends one NOTIFY on the store's
+    // channel with the ids ("!" and the ids, comma-separated; "!" alone when they do not fit a
+    // notification: every waiter looks again). While nothing is awaited it costs one probe of
+    // an empty table per state-changing statement and sends nothing: a finish wakes nobody
+    // unless someone waits for it (sql/leases.ts FINISH_COMPLETED). (A trigger with a
+    // transition table cannot name columns: lease extensions fire it too, for that one probe.)
+    //
+    // Breaking: an older errand's ctx.once writes ON CONFLICT (key), which no longer has a
+    // unique index to match, and its reads would see other jobs' entries. Stop older workers
+    // before starting this version.
+    breaking: true,
+    sql: `
+ALTER TABLE {{schema}}.ledger ADD COLUMN IF NOT EXISTS scope text NOT NULL DEFAULT '';
+ALTER TABLE {{schema}}.ledger DROP CONSTRAINT IF EXISTS ledger_pkey;
+ALTER TABLE {{schema}}.ledger ADD PRIMARY KEY (scope, key);
+CREATE INDEX IF NOT EXISTS ledger_global_idx ON {{schema}}.ledger (created_at) WHERE scope = '';
+
+CREATE OR REPLACE FUNCTION {{schema}}.jobs_ledger_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- An array, not a join: one probe of ledger_pkey (scope first) per deleted job, whatever the
+  -- planner guesses of the transition table, never a scan of a big ledger per prune batch.
+  DELETE FROM {{schema}}.ledger WHERE scope = ANY(ARRAY(SELECT id::text FROM old_rows));
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_ledger_delete AFTER DELETE ON {{schema}}.jobs
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_ledger_delete();
+
+CREATE TABLE IF NOT EXISTS {{schema}}.awaited (
+  job_id bigint      NOT NULL,
+  waiter text        NOT NULL,
+  since  timestamptz NOT NULL DEFAULT statement_timestamp(),
+  PRIMARY KEY (job_id, waiter)
+);
+CREATE OR REPLACE FUNCTION {{schema}}.jobs_notify_awaited() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  ids text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM {{schema}}.awaited) THEN
+    RETURN NULL;
+  END IF;
+  WITH done AS (
+    DELETE FROM {{schema}}.awaited a USING new_rows n
+    WHERE a.job_id = n.id AND n.state IN ('completed', 'failed', 'cancelled')
+    RETURNING a.job_id
+  )
+  SELECT string_agg(DISTINCT job_id::text, ',') INTO ids FROM done;
+  IF ids IS NOT NULL THEN
+    PERFORM pg_notify({{channel}}, CASE WHEN length(ids) < 7900 THEN '!' || ids ELSE '!' END);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_notify_awaited AFTER UPDATE ON {{schema}}.jobs
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_notify_awaited();
+`,
+  },
 ];
 
 /** The highest version this code knows. */

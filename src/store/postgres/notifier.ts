@@ -4,7 +4,9 @@
  *
  * NOTIFY is sent by the statements that create due work (insert, retry, rescue — queries.ts)
  * with the queue name as payload, one per queue per statement, delivered at commit. Listeners
- * get that queue name.
+ * get that queue name. A payload starting with "!" (never a queue name: names start with a
+ * letter or digit) tells that awaited jobs finished — "!" and their ids, comma-separated, or "!"
+ * alone for "look at all of them" (migrations.ts 8) — and goes to `subscribeFinished`'s listeners.
  *
  * The connection is opened when the first listener subscribes and closed with the last one.
  * A `SELECT 1` every `checkEveryMs` (bounded by the client's query_timeout) finds a connection
@@ -37,9 +39,12 @@ export interface NotifierOptions {
 }
 
 type Listener = (queue: string | null) => void;
+/** Ids of awaited jobs that finished; null: any of them may have (a notification may be lost). */
+type FinishedListener = (ids: string[] | null) => void;
 
 export class Notifier {
   private readonly listeners = new Set<Listener>();
+  private readonly finishedListeners = new Set<FinishedListener>();
   private client: pg.Client | null = null;
   private listening = false;
   private active = false;
@@ -63,21 +68,36 @@ export class Notifier {
   }
 
   subscribe(listener: Listener): () => void {
-    this.listeners.add(listener);
+    return this.join(this.listeners, listener);
+  }
+
+  /** Listens for awaited jobs that finished (waitFor). */
+  subscribeFinished(listener: FinishedListener): () => void {
+    return this.join(this.finishedListeners, listener);
+  }
+
+  private join<L>(set: Set<L>, listener: L): () => void {
+    set.add(listener);
     if (!this.active) {
       this.active = true;
       void this.connect();
     }
     return () => {
-      if (this.listeners.delete(listener) && this.listeners.size === 0) void this.stop();
+      if (set.delete(listener) && this.listeners.size + this.finishedListeners.size === 0) void this.stop();
     };
   }
 
-  /** Calls every listener; one that throws does not stop the others. */
-  emit(queue: string | null): void {
-    for (const listener of [...this.listeners]) {
+  /** Calls every listener of the payload; one that throws does not stop the others. null: everyone. */
+  emit(payload: string | null): void {
+    const finished = payload === null ? null : payload.startsWith("!") ? finishedIds(payload) : undefined;
+    const calls: Array<() => void> = [];
+    if (finished === undefined || payload === null)
+      for (const listener of this.listeners) calls.push(() => listener(payload));
+    if (finished !== undefined)
+      for (const listener of this.finishedListeners) calls.push(() => listener(finished));
+    for (const call of calls) {
       try {
-        listener(queue);
+        call();
       } catch (err) {
         this.report(err);
       }
@@ -109,6 +129,7 @@ export class Notifier {
   /** Closes for good: drops the listeners too. */
   async close(): Promise<void> {
     this.listeners.clear();
+    this.finishedListeners.clear();
     await this.stop();
   }
 
@@ -212,4 +233,9 @@ export function notifyLocally(
 ): void {
   if (wasListening || notifier.size === 0) return;
   for (const queue of new Set(queues())) queueMicrotask(() => notifier.emit(queue));
+}
+
+/** The ids of a "!" payload, or null for "!" alone (the ids did not fit: look at every one). */
+function finishedIds(payload: string): string[] | null {
+  return payload.length > 1 ? payload.slice(1).split(",") : null;
 }

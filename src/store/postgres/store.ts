@@ -35,8 +35,10 @@ import type {
   JobPage,
   Lease,
   LeaseStatus,
+  LedgerEntryKey,
   NewJob,
   Outcome,
+  PruneRequest,
   QueuePause,
   QueueStats,
   RescuedJob,
@@ -48,6 +50,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import * as admin from "./admin.js";
+import * as awaited from "./awaited.js";
 import {
   type ConnectionLimits,
   createPool,
@@ -65,7 +68,7 @@ import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrate.js";
 import { Notifier } from "./notifier.js";
-import type { PostgresStoreOptions } from "./options.js";
+import { checkPostgresStoreOptions, type PostgresStoreOptions } from "./options.js";
 import * as pauses from "./pauses.js";
 import * as Q from "./queries.js";
 import * as reads from "./reads.js";
@@ -92,6 +95,7 @@ export class PostgresStore implements Store {
    */
   private readonly txClient = new AsyncLocalStorage<pg.PoolClient>();
   private closed = false;
+  private readonly waiterId = awaited.newWaiterId(); // this store's rows in `awaited` (waitFor)
   /** Timeouts, from the lease of the workers using this store (useLease) or the default lease. */
   private limits: ConnectionLimits = limitsForLease(DEFAULT_LEASE_MS);
   private leaseMs: number | null = null;
@@ -99,28 +103,7 @@ export class PostgresStore implements Store {
   private readonly clients: Set<pg.Client>;
 
   constructor(options: PostgresStoreOptions) {
-    const schema = options.schema ?? "errand";
-    if (typeof schema !== "string" || !Q.SCHEMA_NAME_PATTERN.test(schema) || /^pg_/i.test(schema)) {
-      throw new ValidationError(
-        `invalid Postgres schema name ${JSON.stringify(schema)}: use 1-50 letters, digits or "_", starting with a letter or "_" (and not "pg_")`,
-      );
-    }
-    if (!options.pool && (typeof options.url !== "string" || options.url === "")) {
-      throw new ValidationError("openPostgresStore needs a url (postgres://…) or a pool");
-    }
-    if (options.poolSize !== undefined && (!Number.isInteger(options.poolSize) || options.poolSize < 1)) {
-      throw new ValidationError(
-        `poolSize must be a positive integer; got ${JSON.stringify(options.poolSize)}`,
-      );
-    }
-    if (
-      options.vacuumDeadRows !== undefined &&
-      (!Number.isInteger(options.vacuumDeadRows) || options.vacuumDeadRows < 0)
-    ) {
-      throw new ValidationError(
-        `vacuumDeadRows must be a non-negative integer (0 turns it off); got ${JSON.stringify(options.vacuumDeadRows)}`,
-      );
-    }
+    const schema = checkPostgresStoreOptions(options);
     this.schema = schema;
     this.onError = options.onError;
     this.ownsPool = !options.pool;
@@ -202,7 +185,7 @@ export class PostgresStore implements Store {
     return reads.now(this.db);
   }
 
-  /** Resolves once the LISTEN connection is up (for tests that need a NOTIFY to arrive). */
+  /** Resolves once the LISTEN connection is up (tests that need a NOTIFY to arrive). */
   whenListening(): Promise<void> {
     return this.notifier.whenListening();
   }
@@ -210,6 +193,24 @@ export class PostgresStore implements Store {
   onJobsAvailable(listener: (queue: string | null) => void): () => void {
     if (this.closed) return () => {};
     return this.notifier.subscribe(listener);
+  }
+
+  /** waitFor (awaited.ts): NOTIFY of awaited jobs' finishes, on the same LISTEN connection. */
+  onJobsFinished(listener: (ids: string[] | null) => void): () => void {
+    if (this.closed) return () => {};
+    return this.notifier.subscribeFinished(listener);
+  }
+
+  awaitJobs(ids: string[]): Promise<JobRecord[]> {
+    return awaited.awaitJobs(this.db, this.waiterId, ids);
+  }
+
+  unawaitJobs(ids: string[]): Promise<void> {
+    return awaited.unawaitJobs(this.db, this.waiterId, ids);
+  }
+
+  getJobs(ids: string[]): Promise<JobRecord[]> {
+    return awaited.getJobs(this.db, ids);
   }
 
   // ── insert and read ─────────────────────────────────────────────────────────────────────
@@ -305,18 +306,18 @@ export class PostgresStore implements Store {
     return admin.discardJobs(this.db, filter);
   }
 
-  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+  pruneFinished(req: PruneRequest): Promise<number> {
     return pruneFinished(this.db, req);
   }
 
   // ── ledger ──────────────────────────────────────────────────────────────────────────────
 
-  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    return ledgerGet(this.db, this.txClient, key);
+  ledgerGet(entry: LedgerEntryKey): Promise<{ found: boolean; value?: unknown }> {
+    return ledgerGet(this.db, this.txClient, entry);
   }
 
-  ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
-    return ledgerPut(this.db, this.txClient, key, jobId, value);
+  ledgerPut(entry: LedgerEntryKey, value: unknown): Promise<void> {
+    return ledgerPut(this.db, this.txClient, entry, value);
   }
 
   // ── pauses (pauses.ts) ────────────────────────────────────────────────────────────────

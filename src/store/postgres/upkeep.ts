@@ -3,6 +3,7 @@
  * the jobs table where autovacuum does not keep up.
  */
 import type pg from "pg";
+import type { PruneRequest } from "../types.js";
 import type { Db } from "./db.js";
 
 /** Dead rows in job_count_deltas (a row per writing statement, folded away by stats()) before a vacuum. */
@@ -16,10 +17,8 @@ export async function compactCounts(db: Db): Promise<void> {
   await db.run("COMPACT_COUNTS", [`errand.counts:${db.schema}`]);
 }
 
-export async function pruneFinished(
-  db: Db,
-  req: { completedAgeMs: number; failedAgeMs: number },
-): Promise<number> {
+/** Deletes old jobs (their ctx.once entries go with them: migrations.ts 8's trigger) and old global entries. */
+export async function pruneFinished(db: Db, req: PruneRequest): Promise<number> {
   let pruned = 0;
   for (const [query, age] of [
     ["PRUNE_COMPLETED", req.completedAgeMs],
@@ -31,6 +30,11 @@ export async function pruneFinished(
       pruned += n;
       if (n < PRUNE_BATCH) break;
     }
+  }
+  if (req.globalOnceAgeMs !== undefined) {
+    while (
+      ((await db.run("PRUNE_GLOBAL_LEDGER", [req.globalOnceAgeMs, PRUNE_BATCH])).rowCount ?? 0) >= PRUNE_BATCH
+    );
   }
   await compactCounts(db);
   return pruned;

@@ -210,6 +210,37 @@ DROP INDEX IF EXISTS errand_jobs_key_idx;
 CREATE UNIQUE INDEX errand_jobs_key_held_idx ON errand_jobs (queue, key) WHERE key IS NOT NULL AND key_released = 0;
 `,
   },
+  {
+    version: 8,
+    name: "ctx.once scopes: ledger entries per job or global, pruned with their job",
+    // ctx.once keys were global across all jobs: a job skipped its own side effect when any other
+    // job had used the same key. An entry now belongs to a scope: its job's id (the default) or
+    // '' (global). Entries recorded before this version become global — their key meant that
+    // then — and a per-job read also finds a global entry its own job recorded, so a job retried
+    // across the upgrade still skips what it did before (ledger.ts). SQLite cannot change a
+    // primary key in place: the table is rebuilt (a ledger holds one row per side effect done).
+    // A job's entries are deleted with its row (the trigger: pruning, discard, whatever deletes
+    // it); global ones are pruned by age (errand_ledger_global_idx).
+    sql: `
+CREATE TABLE errand_ledger_scoped (
+  scope      TEXT    NOT NULL DEFAULT '',
+  key        TEXT    NOT NULL,
+  job_id     TEXT    NOT NULL,
+  value      TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+);
+INSERT INTO errand_ledger_scoped (scope, key, job_id, value, created_at)
+  SELECT '', key, job_id, value, created_at FROM errand_ledger;
+DROP TABLE errand_ledger;
+ALTER TABLE errand_ledger_scoped RENAME TO errand_ledger;
+CREATE INDEX errand_ledger_global_idx ON errand_ledger (created_at) WHERE scope = '';
+CREATE TRIGGER errand_jobs_ledger_delete AFTER DELETE ON errand_jobs
+BEGIN
+  DELETE FROM errand_ledger WHERE scope = CAST(old.id AS TEXT);
+END;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -7,6 +7,10 @@
  * `PRAGMA data_version` on this connection — another connection committed — calls listeners
  * with null. It is looked at after every event of a watch on the database's files (watch.ts),
  * and by a poll (an unref'd timer): every 250 ms behind the watch, every 50 ms without one.
+ *
+ * waitFor's wake-ups (`onJobsFinished`) ride on the same machinery: `finished(ids)` after this
+ * store's own writes that may end jobs, and null to those listeners too when another
+ * connection committed (the waiters then read every job they wait for, in one statement).
  */
 import type { Connection } from "./connection.js";
 import * as Q from "./queries.js";
@@ -39,12 +43,14 @@ const SAFETY_POLL_MS = 250;
 const FALLBACK_POLL_MS = 50;
 
 type Listener = (queue: string | null) => void;
+type FinishedListener = (ids: string[] | null) => void;
 
 export class Notifier {
   private readonly pollIntervalMs: number | undefined;
   private readonly watchFiles: boolean;
   private readonly onWatchError: ((err: Error) => void) | undefined;
   private readonly listeners = new Set<Listener>();
+  private readonly finishedListeners = new Set<FinishedListener>();
   private pollTimer: NodeJS.Timeout | null = null;
   private commitWatch: CommitWatch | null = null;
   private dataVersion: unknown = null;
@@ -81,16 +87,32 @@ export class Notifier {
   }
 
   subscribe(listener: Listener): () => void {
-    this.listeners.add(listener);
+    return this.join(this.listeners, listener);
+  }
+
+  subscribeFinished(listener: FinishedListener): () => void {
+    return this.join(this.finishedListeners, listener);
+  }
+
+  /** Jobs this store's own write may have ended (null: some did, which is not known). */
+  finished(ids: string[] | null): void {
+    if (this.finishedListeners.size === 0 || (ids !== null && ids.length === 0)) return;
+    for (const listener of this.finishedListeners) queueMicrotask(() => listener(ids));
+  }
+
+  private join<L>(set: Set<L>, listener: L): () => void {
+    set.add(listener);
     this.startWatching();
     return () => {
-      if (this.listeners.delete(listener) && this.listeners.size === 0) this.stopWatching();
+      if (set.delete(listener) && this.listeners.size + this.finishedListeners.size === 0)
+        this.stopWatching();
     };
   }
 
   close(): void {
     this.stopWatching();
     this.listeners.clear();
+    this.finishedListeners.clear();
   }
 
   private startWatching(): void {
@@ -165,6 +187,7 @@ export class Notifier {
     if (version === this.dataVersion) return false;
     this.dataVersion = version;
     for (const listener of this.listeners) queueMicrotask(() => listener(null));
+    for (const listener of this.finishedListeners) queueMicrotask(() => listener(null));
     return true;
   }
 }

@@ -92,6 +92,9 @@ export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
 /** Sets the trace context of a job just inserted (in the inserting transaction; insert.ts). */
 export const SET_TRACE_CONTEXT = "UPDATE errand_jobs SET trace_context = @context WHERE id = @id";
 
+/** The jobs of a JSON array of ids (waitFor's batched lookup): one primary-key probe each. */
+export const SELECT_JOBS_BY_IDS = "SELECT * FROM errand_jobs WHERE id IN (SELECT value FROM json_each(?))";
+
 /**
  * listJobs: newest first, keyset pagination on id. One statement per combination of the
  * indexed filters (queue, state, name) so each uses its index — an `(@x IS NULL OR col = @x)`
@@ -306,12 +309,23 @@ WHERE queue IN (SELECT queue FROM queues WHERE queue IS NOT NULL) AND state = 'f
 
 // ── ledger ─────────────────────────────────────────────────────────────────────────────────
 
-export const LEDGER_GET = "SELECT value FROM errand_ledger WHERE key = ?";
+/**
+ * ? key, ? scope ('' global, else the job's id), ? the reading job's id for a per-job read (NULL
+ * for a global one): a per-job read also finds a global entry its own job recorded (entries from
+ * before scopes: migrations.ts 7), its own scope's entry first.
+ */
+export const LEDGER_GET = `
+SELECT value FROM errand_ledger
+WHERE key = ? AND (scope = ? OR (scope = '' AND job_id = ?))
+ORDER BY scope = '' LIMIT 1`;
 
-/** The first value recorded for a key wins. */
+/** The first value recorded for a key in its scope wins. ? key, ? scope, ? job id, ? value. */
 export const LEDGER_PUT = `
-INSERT INTO errand_ledger (key, job_id, value, created_at) VALUES (?, ?, ?, ${NOW})
-ON CONFLICT (key) DO NOTHING`;
+INSERT INTO errand_ledger (key, scope, job_id, value, created_at) VALUES (?, ?, ?, ?, ${NOW})
+ON CONFLICT (scope, key) DO NOTHING`;
+
+/** Global ctx.once entries recorded before ? (errand_ledger_global_idx). */
+export const PRUNE_GLOBAL_LEDGER = "DELETE FROM errand_ledger WHERE scope = '' AND created_at < ?";
 
 // ── schedules ──────────────────────────────────────────────────────────────────────────────
 

@@ -19,6 +19,12 @@ export function getJob(c: Connection, id: string): JobRecord | null {
   return row ? jobFromRow(row) : null;
 }
 
+export function getJobs(c: Connection, ids: readonly string[]): JobRecord[] {
+  const valid = ids.map(parseId).filter((n) => n !== null);
+  if (valid.length === 0) return [];
+  return (c.q(Q.SELECT_JOBS_BY_IDS).all(JSON.stringify(valid)) as JobRow[]).map(jobFromRow);
+}
+
 export function listJobs(c: Connection, filter: JobFilter): JobPage {
   const limit = Math.max(0, Math.floor(filter.limit ?? 50));
   const before = decodeCursor(filter.cursor) ?? NO_CURSOR;

@@ -35,8 +35,10 @@ import type {
   JobPage,
   Lease,
   LeaseStatus,
+  LedgerEntryKey,
   NewJob,
   Outcome,
+  PruneRequest,
   QueuePause,
   QueueStats,
   RescuedJob,
@@ -193,6 +195,7 @@ export class SqliteStore implements Store {
     return this.c.run(() => {
       const returned = leases.returnJobs(this.c, held);
       this.notifier.notifyEach(returned.filter((r) => r.state === "pending").map((r) => r.queue));
+      if (returned.some((r) => r.state === "cancelled")) this.notifier.finished(held.map((l) => l.id));
       return returned.length;
     });
   }
@@ -201,6 +204,7 @@ export class SqliteStore implements Store {
     return this.c.run(() => {
       const { applied, wake } = leases.finishJobs(this.c, outcomes);
       this.notifier.notifyEach(wake);
+      this.notifier.finished(outcomes.filter((_, i) => applied[i]).map((o) => o.id));
       return applied;
     });
   }
@@ -213,7 +217,9 @@ export class SqliteStore implements Store {
     logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
     try {
-      return await leases.completeInTransaction(this.c, lease, worker, fn, logs);
+      const done = await leases.completeInTransaction(this.c, lease, worker, fn, logs);
+      if (done.applied) this.notifier.finished([lease.id]);
+      return done;
     } finally {
       this.notifier.flushDeferred();
     }
@@ -228,14 +234,40 @@ export class SqliteStore implements Store {
     return this.c.run(() => {
       const rescued = upkeep.rescueExpiredLeases(this.c);
       for (const r of rescued) if (r.state === "pending") this.notifier.notify(r.queue);
+      this.notifier.finished(rescued.filter((r) => r.state !== "pending").map((r) => r.id));
       return rescued;
     });
+  }
+
+  // ── waitFor (notifier.ts) ────────────────────────────────────────────────────────────────
+
+  onJobsFinished(listener: (ids: string[] | null) => void): () => void {
+    if (this.c.closed) return () => {};
+    return this.notifier.subscribeFinished(listener);
+  }
+
+  /**
+   * Nothing to record: this store's own writes and other connections' commits reach
+   * onJobsFinished (the commit watch is on from the subscription, before this reads).
+   */
+  awaitJobs(ids: string[]): Promise<JobRecord[]> {
+    return this.getJobs(ids);
+  }
+
+  async unawaitJobs(_ids: string[]): Promise<void> {}
+
+  getJobs(ids: string[]): Promise<JobRecord[]> {
+    return this.c.run(() => reads.getJobs(this.c, ids));
   }
 
   // ── operator actions ─────────────────────────────────────────────────────────────────────
 
   cancelJob(id: string): Promise<JobRecord | null> {
-    return this.c.run(() => upkeep.cancelJob(this.c, id));
+    return this.c.run(() => {
+      const job = upkeep.cancelJob(this.c, id);
+      if (job?.state === "cancelled") this.notifier.finished([job.id]);
+      return job;
+    });
   }
 
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
@@ -247,21 +279,25 @@ export class SqliteStore implements Store {
   }
 
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
-    return this.c.run(() => upkeep.discardJobs(this.c, filter));
+    return this.c.run(() => {
+      const n = upkeep.discardJobs(this.c, filter);
+      if (n > 0) this.notifier.finished(filter.ids ?? null);
+      return n;
+    });
   }
 
-  pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
+  pruneFinished(req: PruneRequest): Promise<number> {
     return this.c.run(() => upkeep.pruneFinished(this.c, req));
   }
 
   // ── ledger ───────────────────────────────────────────────────────────────────────────────
 
-  ledgerGet(key: string): Promise<{ found: boolean; value?: unknown }> {
-    return this.c.run(() => ledgerGet(this.c, key));
+  ledgerGet(entry: LedgerEntryKey): Promise<{ found: boolean; value?: unknown }> {
+    return this.c.run(() => ledgerGet(this.c, entry));
   }
 
-  ledgerPut(key: string, jobId: string, value: unknown): Promise<void> {
-    return this.c.run(() => ledgerPut(this.c, key, jobId, value));
+  ledgerPut(entry: LedgerEntryKey, value: unknown): Promise<void> {
+    return this.c.run(() => ledgerPut(this.c, entry, value));
   }
 
   // ── schedules ────────────────────────────────────────────────────────────────────────────

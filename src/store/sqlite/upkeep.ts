@@ -4,7 +4,7 @@
  * to wake; the store notifies them (notifier.ts).
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
-import type { RescuedJob } from "../types.js";
+import type { PruneRequest, RescuedJob } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./queries.js";
 import { type JobRow, jobFromRow, parseId } from "./rows.js";
@@ -60,12 +60,14 @@ export function rescueExpiredLeases(c: Connection): RescuedJob[] {
     .immediate();
 }
 
-export function pruneFinished(c: Connection, req: { completedAgeMs: number; failedAgeMs: number }): number {
+/** Old jobs (their ctx.once entries go with them: migrations.ts 7's trigger) and old global entries. */
+export function pruneFinished(c: Connection, req: PruneRequest): number {
   return c.db
     .transaction(() => {
       const now = c.now();
       const completed = c.q(Q.PRUNE_COMPLETED).run(now - req.completedAgeMs).changes;
       const failed = c.q(Q.PRUNE_FAILED).run(now - req.failedAgeMs).changes;
+      if (req.globalOnceAgeMs !== undefined) c.q(Q.PRUNE_GLOBAL_LEDGER).run(now - req.globalOnceAgeMs);
       return completed + failed;
     })
     .immediate();

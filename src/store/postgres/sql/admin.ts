@@ -64,10 +64,28 @@ DELETE FROM ${JOBS} j USING victims v WHERE j.id = v.id`;
 
 // ── ledger ────────────────────────────────────────────────────────────────────────────────
 
-/** `value` NULL (not JSON null) records `undefined`. */
-export const LEDGER_GET = "SELECT value, value IS NULL AS is_undefined FROM {{schema}}.ledger WHERE key = $1";
+/**
+ * `value` NULL (not JSON null) records `undefined`. $1 key, $2 scope ('' global, else the job's
+ * id), $3 the reading job's id for a per-job read (NULL for a global one): a per-job read also
+ * finds a global entry its own job recorded (entries from before scopes: migrations.ts 8), its
+ * own scope's entry first. Two probes of ledger_pkey.
+ */
+export const LEDGER_GET = `
+SELECT value, value IS NULL AS is_undefined FROM {{schema}}.ledger
+WHERE key = $1 AND (scope = $2 OR (scope = '' AND job_id = $3))
+ORDER BY scope = '' LIMIT 1`;
 
-/** First write wins: a key already recorded keeps its value. */
+/** First write wins: a key already recorded in its scope keeps its value. $1 key, $2 scope, $3 job id, $4 value. */
 export const LEDGER_PUT = `
-INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ($1, $2, $3::jsonb)
-ON CONFLICT (key) DO NOTHING`;
+INSERT INTO {{schema}}.ledger (key, scope, job_id, value, created_at) VALUES ($1, $2, $3, $4::jsonb, ${NOW})
+ON CONFLICT (scope, key) DO NOTHING`;
+
+/** Global ctx.once entries recorded more than $1 ms ago, $2 per statement (ledger_global_idx). */
+export const PRUNE_GLOBAL_LEDGER = `
+WITH victims AS (
+  SELECT key FROM {{schema}}.ledger
+  WHERE scope = '' AND created_at < ${NOW} - ${ms("$1::float8")}
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM {{schema}}.ledger l USING victims v WHERE l.scope = '' AND l.key = v.key`;

@@ -1,0 +1,132 @@
+/**
+ * ctx.once entries across the migration that gave them a scope (SQLite 7, PostgreSQL 8): a
+ * database as the version before left it, holding an entry recorded then (when every key was
+ * global), is upgraded in place. The entry becomes global: a global read finds it; the job that
+ * recorded it still skips its effect on a retry (a per-job read of its own entry); another job
+ * using the same key runs its own. New entries are scoped.
+ *
+ *   node --import tsx --test test/once/ledger-upgrade.test.ts
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { openPostgresStore } from "../../src/store/postgres/index.js";
+import { MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
+import { bindSchema } from "../../src/store/postgres/queries.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
+import { MIGRATIONS_TABLE_SQL, MIGRATIONS as SQLITE_MIGRATIONS } from "../../src/store/sqlite/migrations.js";
+import type { Store } from "../../src/store/types.js";
+import { freshSchema, postgresUrl } from "../helpers/postgres.js";
+import { tempPath } from "../helpers/sqlite.js";
+import { target } from "../helpers/targets.js";
+
+/** The job id (as text) that recorded the old entry "mail:1". */
+const RECORDER = "41";
+
+interface OldDatabase {
+  name: "sqlite" | "postgres";
+  /** Seeds a database at the version before scopes, holding the entry "mail:1" of job 41, and opens the store. */
+  open(t: test.TestContext): Promise<Store>;
+}
+
+const oldDatabases: OldDatabase[] = [
+  {
+    name: "sqlite",
+    async open(t) {
+      const path = await tempPath(t);
+      const db = new Database(path);
+      db.exec(MIGRATIONS_TABLE_SQL);
+      for (const m of SQLITE_MIGRATIONS.filter((x) => x.version < 7)) {
+        db.exec(m.sql);
+        db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
+          m.version,
+          m.name,
+        );
+      }
+      db.prepare("INSERT INTO errand_ledger (key, job_id, value, created_at) VALUES ('mail:1', ?, ?, 0)").run(
+        RECORDER,
+        JSON.stringify({ messageId: "m-1" }),
+      );
+      db.close();
+      const store = openSqliteStore({ path });
+      t.after(() => store.close());
+      return store;
+    },
+  },
+  {
+    name: "postgres",
+    async open(t) {
+      const { schema, drop } = freshSchema("errand_ledger_up");
+      let store: Store | undefined;
+      t.after(async () => {
+        await store?.close();
+        await drop();
+      });
+      const client = new pg.Client(postgresUrl());
+      await client.connect();
+      try {
+        await client.query(`CREATE SCHEMA "${schema}"`);
+        await client.query(
+          bindSchema(
+            "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
+            schema,
+          ),
+        );
+        for (const m of PG_MIGRATIONS.filter((x) => x.version < 8)) {
+          await client.query(bindSchema(m.sql, schema));
+          await client.query(
+            bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
+            [m.version, m.name],
+          );
+        }
+        await client.query(
+          bindSchema(
+            "INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ('mail:1', $1, $2::jsonb)",
+            schema,
+          ),
+          [RECORDER, JSON.stringify({ messageId: "m-1" })],
+        );
+      } finally {
+        await client.end();
+      }
+      store = openPostgresStore({ url: postgresUrl(), schema });
+      return store;
+    },
+  },
+];
+
+for (const old of oldDatabases) {
+  describe(`${old.name}: ctx.once entries across the scope migration`, {
+    skip: target(old.name).skip,
+  }, () => {
+    test("an entry recorded before becomes global and still serves the job that recorded it", async (t) => {
+      const store = await old.open(t);
+      await store.migrate();
+      const value = { messageId: "m-1" };
+      assert.deepEqual(await store.ledgerGet({ key: "mail:1", jobId: "99", global: true }), {
+        found: true,
+        value,
+      });
+      assert.deepEqual(
+        await store.ledgerGet({ key: "mail:1", jobId: RECORDER, global: false }),
+        { found: true, value },
+        "a retry of the recording job skips its effect",
+      );
+      assert.deepEqual(
+        await store.ledgerGet({ key: "mail:1", jobId: "42", global: false }),
+        { found: false },
+        "another job runs its own effect",
+      );
+      await store.ledgerPut({ key: "mail:1", jobId: "42", global: false }, { messageId: "m-42" });
+      assert.deepEqual(await store.ledgerGet({ key: "mail:1", jobId: "42", global: false }), {
+        found: true,
+        value: { messageId: "m-42" },
+      });
+      assert.deepEqual(await store.ledgerGet({ key: "mail:1", jobId: "99", global: true }), {
+        found: true,
+        value,
+      });
+    });
+  });
+}
