@@ -23,7 +23,6 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
-import { ValidationError } from "../../errors.js";
 import type { JobLogLine, JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
