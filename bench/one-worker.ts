@@ -52,7 +52,9 @@ for (let i = 0; i < N; i += 5000)
   );
 let peak = 0;
 const sampler = setInterval(() => {
-  peak = Math.max(peak, process.memoryUsage().rss);
+  // rss() alone: memoryUsage() also walks V8's heap spaces, which the profile showed as 3.5% of
+  // the timed phase's samples (finding 15 in bench/NOTES.md) — the bench's cost, not the worker's.
+  peak = Math.max(peak, process.memoryUsage.rss());
 }, 50);
 const profileTo = process.env.BENCH_PROFILE;
 const session = profileTo ? new Session() : undefined;

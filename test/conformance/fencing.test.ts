@@ -64,6 +64,51 @@ eachStore((it) => {
       assert.equal((await store.extendLeases([{ id: "999999999", leaseToken: 1 }], 60_000))[0].held, false);
     });
 
+    it("a batch of many plain completions among fenced ones, a job finished twice and another worker's: each applies as if alone, in order", async (store) => {
+      await store.insertJobs(Array.from({ length: 7 }, (_, i) => newJob({ payload: i })));
+      const claimed = await store.claimJobs({ queue: "q", limit: 7, workerId: "w1", leaseMs: 60_000 });
+      assert.equal(claimed.length, 7);
+      const [a, b, c, d, e, f, g] = claimed as [ClaimedJob, ...ClaimedJob[]] & ClaimedJob[];
+      assert.equal(await finish(store, b, "completed", { result: "first", worker: "w1" }), true);
+      const plain = (job: ClaimedJob, result: unknown, worker = "w1") => ({
+        id: job.id,
+        leaseToken: job.leaseToken,
+        kind: "completed" as const,
+        result,
+        worker,
+      });
+      const applied = await store.finishJobs([
+        plain(a, { n: 1 }),
+        plain(b, "second"), // b's lease ended with its first completion
+        {
+          id: c.id,
+          leaseToken: c.leaseToken,
+          kind: "failed",
+          worker: "w1",
+          error: { message: "no", kind: "permanent" },
+        },
+        plain(c, "after failed"),
+        plain(d, 'quote " and \\'),
+        plain(e, null, "w2"),
+        plain(f, [1, 2]),
+        { ...plain(g, "stale"), leaseToken: g.leaseToken + 1 },
+        plain(f, "again"),
+      ]);
+      assert.deepEqual(applied, [true, false, true, false, true, true, true, false, false]);
+      const state = async (job: ClaimedJob) => {
+        const got = await mustGet(store, job.id);
+        return [got.state, got.result, got.attempts.at(-1)?.worker];
+      };
+      assert.deepEqual(await state(a), ["completed", { n: 1 }, "w1"]);
+      assert.deepEqual(await state(b), ["completed", "first", "w1"]);
+      assert.equal((await mustGet(store, c.id)).state, "failed");
+      assert.deepEqual(await state(d), ["completed", 'quote " and \\', "w1"]);
+      assert.deepEqual(await state(e), ["completed", null, "w2"]);
+      assert.deepEqual(await state(f), ["completed", [1, 2], "w1"]);
+      assert.equal((await mustGet(store, g.id)).state, "running");
+      assert.equal((await mustGet(store, a.id)).attempts.length, 1);
+    });
+
     it("a stale lease and the current one of the same job: only the current applies, in either order", async (store) => {
       for (const staleFirst of [true, false]) {
         const job = await insertOne(store, { payload: staleFirst ? "stale first" : "current first" });
