@@ -4,6 +4,12 @@
  * it must be (`prepareNow`).
  */
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import {
+  checkDependsOn,
+  checkPolicy,
+  type DependencyFailurePolicy,
+  type DependencyRef,
+} from "./dependencies.js";
 import { type Duration, parseDuration } from "./duration.js";
 import type { EnqueueManyItem } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
@@ -20,6 +26,8 @@ export interface JobOptions {
   runAt?: Date | string;
   maxAttempts?: number;
   key?: string;
+  dependsOn?: readonly DependencyRef[];
+  onDependencyFailure?: DependencyFailurePolicy;
 }
 
 /**
@@ -76,6 +84,8 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     runAt: undefined,
     delayMs: undefined,
     key: null,
+    dependencies: undefined,
+    node: undefined,
   };
   if (options.key !== undefined && options.key !== null) {
     if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
@@ -83,6 +93,11 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     }
     row.key = options.key;
   }
+  if (options.dependsOn !== undefined) {
+    const ids = checkDependsOn(options.dependsOn, what);
+    const onFailure = checkPolicy(options.onDependencyFailure, what);
+    if (ids.length > 0) row.dependencies = { ids, rows: [], onFailure };
+  } else if (options.onDependencyFailure !== undefined) checkPolicy(options.onDependencyFailure, what);
   const { delay, runAt } = options;
   if (delay !== undefined)
     row.delayMs = checkOption(() => checkDelay(parseDuration(delay, "delay"), delay), what);

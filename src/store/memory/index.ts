@@ -5,6 +5,7 @@
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
 import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
+import { needsDependencyPlan } from "../dependency-plan.js";
 import type {
   ClaimedJob,
   FlowClaim,
@@ -12,6 +13,7 @@ import type {
   FlowStatus,
   InsertResult,
   JobFilter,
+  JobLinks,
   JobPage,
   Lease,
   LeaseStatus,
@@ -22,11 +24,12 @@ import type {
   Store,
   ThroughputBucket,
 } from "../types.js";
+import { type LinkedRow, MemoryLinks, unlinked } from "./dependencies.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
 import { listRows, statsOf, throughputOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
-interface Row extends JobRecord {
+interface Row extends LinkedRow {
   seq: number;
   leaseToken: number;
   flowKey: string | null;
@@ -44,6 +47,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   private readonly byKey = new Map<string, string>();
   private seq = 0;
   private readonly flow = new MemoryFlow();
+  private readonly links = new MemoryLinks();
 
   constructor(options: MemoryStoreOptions = {}) {
     super(options.clock ?? Date.now);
@@ -58,14 +62,25 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   private publicJob(row: Row): JobRecord {
-    const { seq: _seq, leaseToken: _token, flowKey: _flowKey, ...job } = row;
-    return clone(job);
+    const {
+      seq: _s,
+      leaseToken: _t,
+      flowKey: _f,
+      left: _l,
+      policy: _p,
+      node: _n,
+      hasDependents: _h,
+      ...job
+    } = row;
+    return clone(job as JobRecord);
   }
 
   async insertJobs(jobs: NewJob[]): Promise<InsertResult[]> {
     const now = this.clock();
     const results: InsertResult[] = [];
     const createdQueues = new Set<string>();
+    const linked = needsDependencyPlan(jobs);
+    if (linked) this.links.check(jobs, this.jobs);
     for (const input of jobs) {
       const keyId = input.key ? this.byKey.get(`${input.queue}\u0000${input.key}`) : undefined;
       const existing = keyId ? this.jobs.get(keyId) : undefined;
@@ -79,7 +94,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       // payload the caller handed over).
       const stored = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
       const record = newJobRecord(String(seq), input, stored, runAt, new Date(now));
-      const row: Row = { ...record, seq, leaseToken: 0, flowKey: input.flowKey ?? null };
+      const row: Row = { ...record, seq, leaseToken: 0, flowKey: input.flowKey ?? null, ...unlinked() };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
       createdQueues.add(row.queue);
@@ -89,6 +104,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
           : newJobRecord(row.id, input, input.payload, new Date(runAt), new Date(now));
       results.push({ job, created: true });
     }
+    if (linked) this.links.apply(jobs, results, this.jobs, now);
     for (const queue of createdQueues) this.notify(queue);
     return results;
   }
@@ -96,6 +112,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
   async getJob(id: string): Promise<JobRecord | null> {
     const row = this.jobs.get(String(id));
     return row ? this.publicJob(row) : null;
+  }
+
+  async getJobLinks(id: string): Promise<JobLinks> {
+    return this.links.links(String(id), this.jobs);
   }
 
   async listJobs(filter: JobFilter): Promise<JobPage> {
@@ -206,6 +226,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
         row.state = "cancelled";
         row.finishedAt = new Date(now);
         row.cancelRequested = false;
+        this.finished(row, now);
       } else {
         row.state = "pending";
         this.notify(row.queue);
@@ -241,6 +262,12 @@ export class MemoryStore extends MemoryRegistry implements Store {
     row.lockedUntil = null;
     row.cancelRequested = false;
     if (t.state === "pending") this.notify(row.queue);
+    else this.finished(row, now);
+  }
+
+  /** A finished job resolves its dependents (dependencies.ts); most have none. */
+  private finished(row: Row, now: number): void {
+    if (row.hasDependents) this.links.finished(row, this.jobs, now, (queue) => this.notify(queue));
   }
 
   async completeInTransaction<T>(
@@ -286,6 +313,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       row.cancelRequested = false;
       rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
       if (row.state === "pending") this.notify(row.queue);
+      else this.finished(row, now);
     }
     return rescued;
   }
@@ -320,9 +348,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
   async cancelJob(id: string): Promise<JobRecord | null> {
     const row = this.jobs.get(String(id));
     if (!row) return null;
-    if (row.state === "pending") {
+    if (row.state === "pending" || row.state === "waiting") {
       row.state = "cancelled";
       row.finishedAt = new Date(this.clock());
+      this.finished(row, this.clock());
     } else if (row.state === "running") {
       row.cancelRequested = true;
     }
@@ -358,6 +387,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   private deleteRow(row: Row): void {
     this.jobs.delete(row.id);
+    this.links.deleted(row.id);
     if (row.key) this.byKey.delete(`${row.queue}\u0000${row.key}`);
   }
 

@@ -13,6 +13,7 @@ import { ErrandError } from "../../errors.js";
 import { attemptFromOutcome, outcomeTransition } from "../common.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, TxHandle } from "../types.js";
 import { type Connection, closedError, storeBusy } from "./connection.js";
+import { resolveDependents } from "./dependencies.js";
 import { isQueuePaused } from "./pauses.js";
 import * as Q from "./queries.js";
 import { type ClaimRow, claimedFromRow, parseId, toJson } from "./rows.js";
@@ -23,6 +24,7 @@ interface HeldRow {
   attempt: number;
   started_at: number | null;
   cancel_requested: number;
+  has_dependents: number;
 }
 
 interface Transactions {
@@ -52,6 +54,7 @@ function transactions(c: Connection): Transactions {
       const applied = outcomes.map((outcome) => {
         const done = applyOutcome(c, outcome, now);
         if (done?.state === "pending") wake.add(done.queue);
+        for (const queue of done?.woken ?? []) wake.add(queue);
         return done !== null;
       });
       return { applied, wake };
@@ -64,9 +67,15 @@ function transactions(c: Connection): Transactions {
         const id = parseId(lease.id);
         if (id === null) continue;
         const row = give.get({ id, token: lease.leaseToken, now }) as
-          | { queue: string; state: string }
+          | { id: number; queue: string; state: string; has_dependents: number }
           | undefined;
-        if (row) returned.push(row);
+        if (!row) continue;
+        returned.push(row);
+        // A cancel requested meanwhile ended it: its dependents are resolved with it.
+        if (row.state === "cancelled" && row.has_dependents) {
+          for (const queue of resolveDependents((sql) => c.q(sql), [row], now))
+            returned.push({ queue, state: "pending" });
+        }
       }
       return returned;
     }),
@@ -128,7 +137,11 @@ export function finishJobs(c: Connection, outcomes: Outcome[]): { applied: boole
  * Applies one outcome if its lease is still held (inside the caller's transaction), with the
  * same transition and history entry as the memory store. Null when fenced off.
  */
-function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: string; queue: string } | null {
+function applyOutcome(
+  c: Connection,
+  outcome: Outcome,
+  now: number,
+): { state: string; queue: string; woken?: string[] } | null {
   const id = parseId(outcome.id);
   if (id === null) return null;
   if (outcome.kind === "completed" && !outcome.error && typeof outcome.worker === "string") {
@@ -168,7 +181,12 @@ function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: st
     record,
     completedBy: implicit ? outcome.worker : null,
   });
-  return { state: t.state, queue: held.queue };
+  // Only a job with dependents (FINISH_COMPLETED leaves those here) resolves them, in this transaction.
+  const woken =
+    held.has_dependents && t.state !== "pending"
+      ? resolveDependents((sql) => c.q(sql), [{ id, state: t.state }], now)
+      : undefined;
+  return { state: t.state, queue: held.queue, woken };
 }
 
 /**

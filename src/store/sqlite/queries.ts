@@ -94,7 +94,7 @@ function listQuery(filters: string[]): string {
  * every job of the queue (or paying for one more index on every insert).
  */
 function listByQueueQuery(extra: string[]): string {
-  const states = ["pending", "running", "completed", "failed", "cancelled"];
+  const states = ["waiting", "pending", "running", "completed", "failed", "cancelled"];
   const parts = states.map(
     (s) =>
       `SELECT * FROM (SELECT id FROM errand_jobs WHERE ${["queue = @queue", `state = '${s}'`, ...extra, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit)`,
@@ -158,11 +158,11 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
     progress = NULL,
     cancel_requested = 0
 WHERE id = @id AND lease_token = @token AND state = 'running'
-RETURNING queue, state`;
+RETURNING id, queue, state, has_dependents`;
 
 /** Fenced read of what finishing a job needs. */
 export const SELECT_HELD = `
-SELECT id, queue, attempt, started_at, cancel_requested FROM errand_jobs
+SELECT id, queue, attempt, started_at, cancel_requested, has_dependents FROM errand_jobs
 WHERE id = ? AND lease_token = ? AND state = 'running'`;
 
 /**
@@ -189,8 +189,9 @@ WHERE id = @id AND lease_token = @token AND state = 'running'`;
 /**
  * A plain completion (no error) in one statement, no read first: the common case of FINISH_JOB
  * with its history entry implicit (@worker in completed_by). A cancel request does not matter
- * to a completion. No change: not held (or no start time to rebuild the entry from) — the
- * caller then takes the general path, which reads the row.
+ * to a completion. No change: not held (or no start time to rebuild the entry from, or
+ * dependents to resolve: dependencies.ts) — the caller then takes the general path, which
+ * reads the row.
  */
 export const FINISH_COMPLETED = `
 UPDATE errand_jobs
@@ -201,7 +202,7 @@ SET state = 'completed',
     locked_until = NULL,
     cancel_requested = 0,
     completed_by = @worker
-WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL`;
+WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL AND has_dependents = 0`;
 
 export const SET_PROGRESS = `
 UPDATE errand_jobs SET progress = ?
@@ -209,7 +210,7 @@ WHERE id = ? AND lease_token = ? AND state = 'running'`;
 
 /** Running jobs whose lease expired: a range of errand_jobs_lease_idx. */
 export const SELECT_EXPIRED = `
-SELECT id, queue, name, attempt, max_attempts, started_at, locked_by, cancel_requested
+SELECT id, queue, name, attempt, max_attempts, started_at, locked_by, cancel_requested, has_dependents
 FROM errand_jobs INDEXED BY errand_jobs_lease_idx
 WHERE state = 'running' AND locked_until < ?`;
 
@@ -233,7 +234,8 @@ export const NEXT_RUN_AT =
 
 export const CANCEL_PENDING = `
 UPDATE errand_jobs SET state = 'cancelled', finished_at = ${NOW}
-WHERE id = ? AND state = 'pending'`;
+WHERE id = ? AND state IN ('pending', 'waiting')
+RETURNING has_dependents`;
 
 export const REQUEST_CANCEL =
   "UPDATE errand_jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'";

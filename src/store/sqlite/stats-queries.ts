@@ -24,7 +24,7 @@ queues(queue) AS (
 /** Jobs per (queue, state): one count over a range of errand_jobs_queue_state_idx each (zeros included). */
 export const STATS_BY_STATE = `
 WITH RECURSIVE ${QUEUES_CTE},
-states(state) AS (VALUES ('pending'), ('running'), ('completed'), ('failed'), ('cancelled'))
+states(state) AS (VALUES ('waiting'), ('pending'), ('running'), ('completed'), ('failed'), ('cancelled'))
 SELECT q.queue, s.state, (SELECT count(*) FROM errand_jobs WHERE queue = q.queue AND state = s.state) AS n
 FROM queues q, states s
 WHERE q.queue IS NOT NULL`;

@@ -32,6 +32,7 @@ import type {
   FlowStatus,
   InsertResult,
   JobFilter,
+  JobLinks,
   JobPage,
   Lease,
   LeaseStatus,
@@ -48,6 +49,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import { Connection, type ConnectionOptions, closedError } from "./connection.js";
+import { jobLinks } from "./dependencies.js";
 import * as flowOps from "./flow.js";
 import type { Db } from "./handle.js";
 import * as insert from "./insert.js";
@@ -231,6 +233,10 @@ export class SqliteStore implements Store {
   }
 
   // ── operator actions ─────────────────────────────────────────────────────────────────────
+
+  getJobLinks(id: string): Promise<JobLinks> {
+    return this.c.run(() => jobLinks((sql) => this.c.q(sql), id));
+  }
 
   cancelJob(id: string): Promise<JobRecord | null> {
     return this.c.run(() => upkeep.cancelJob(this.c, id));
