@@ -6,8 +6,8 @@
  */
 import type { Duration } from "./duration.js";
 import { ValidationError } from "./errors.js";
-import type { JobDefinition } from "./job.js";
-import type { DependencyFailurePolicy, TxHandle } from "./store/types.js";
+import type { DependencyLink, JobDefinition } from "./job.js";
+import type { DependencyFailurePolicy, JobLinks, TxHandle } from "./store/types.js";
 
 export type { DependencyFailurePolicy };
 
@@ -44,6 +44,14 @@ export interface FlowSpec<T extends Record<string, unknown> = Record<string, unk
 export interface FlowOptions {
   /** The caller's transaction, as for enqueue: the flow exists iff it commits. */
   tx?: TxHandle;
+}
+
+/** A link as the job view shows it (API, CLI, dashboard): without the result — a fan-in job may have thousands. */
+export type LinkView = Omit<DependencyLink, "result">;
+
+export function viewLinks(links: JobLinks): { dependencies: LinkView[]; dependents: LinkView[] } {
+  const view = ({ result: _result, ...rest }: DependencyLink): LinkView => rest;
+  return { dependencies: links.dependencies.map(view), dependents: links.dependents.map(view) };
 }
 
 export function checkPolicy(value: unknown, what: string): DependencyFailurePolicy {
@@ -172,6 +180,9 @@ function describeCycle(names: string[], deps: number[][], waitingFor: number[]):
     at = deps[at].find((d) => waitingFor[d] > 0) as number;
   }
   // Edges point to dependencies: reverse the walk to read in run order.
-  const cycle = path.slice(seen.get(at)).reverse();
+  const reversed = path.slice(seen.get(at)).reverse();
+  // Starting from the node given first reads like the flow as written.
+  const first = reversed.indexOf(Math.min(...reversed));
+  const cycle = [...reversed.slice(first), ...reversed.slice(0, first)];
   return [...cycle, cycle[0]].map((i) => JSON.stringify(names[i])).join(" → ");
 }

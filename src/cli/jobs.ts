@@ -1,5 +1,6 @@
 /** `errand jobs list | show | cancel`: inspect and cancel jobs. */
 import type { Command } from "commander";
+import { viewLinks } from "../dependencies.js";
 import type { Errand } from "../errand.js";
 import type { JobRecord } from "../job.js";
 import type { JobFilter, JobPage } from "../store/types.js";
@@ -11,7 +12,7 @@ import {
   parseStateOption,
   withErrand,
 } from "./common.js";
-import { JOB_COLUMNS, jobJson, print, printJson, renderJob, renderTable } from "./output.js";
+import { JOB_COLUMNS, jobJson, print, printJson, renderJob, renderLinks, renderTable } from "./output.js";
 
 export const LIST_LIMIT = { min: 1, max: 1000 };
 
@@ -55,11 +56,14 @@ export function registerJobs(program: Command): void {
         const job = await mustGet(errand, id);
         // A pending job says why it waits (waiting.ts): paused queue, not due, no worker, the line.
         const waiting = (await errand.whyWaiting(job.id)) ?? [];
-        if (opts.json) printJson({ ...jobJson(job), waiting });
+        // Its dependencies and dependents (a flow's edges), without their results.
+        const links = await errand.getJobLinks(job.id);
+        if (opts.json) printJson({ ...jobJson(job), waiting, ...viewLinks(links) });
         else
           print(
             [
               renderJob(job),
+              ...renderLinks(links),
               ...(waiting.length > 0 ? [""] : []),
               ...waiting.map((r) => `waiting: ${r.message}`),
             ].join("\n"),

@@ -18,6 +18,8 @@
  * Every answer is JSON; bad input is a 4xx naming the problem, never a 500. Only the store
  * contract is used, so it behaves the same on memory, SQLite and Postgres.
  */
+
+import { viewLinks } from "../dependencies.js";
 import { parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
@@ -231,7 +233,8 @@ async function listJobs(_request: Request, ctx: RouteContext): Promise<Response>
 async function getJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   query(ctx, []);
   const job = await findJob(ctx, id);
-  return jsonResponse(200, { ...job, waiting: (await ctx.errand.whyWaiting(job.id)) ?? [] });
+  const [waiting, links] = await Promise.all([ctx.errand.whyWaiting(job.id), ctx.errand.getJobLinks(job.id)]);
+  return jsonResponse(200, { ...job, waiting: waiting ?? [], ...viewLinks(links) });
 }
 
 async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
