@@ -41,7 +41,7 @@ export interface FlowSpec<T extends Record<string, unknown> = Record<string, unk
   onDependencyFailure?: DependencyFailurePolicy;
 }
 
-export interface FlowOptions {
+export interface EnqueueFlowOptions {
   /** The caller's transaction, as for enqueue: the flow exists iff it commits. */
   tx?: TxHandle;
 }

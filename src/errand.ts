@@ -1,4 +1,4 @@
-import type { FlowOptions, FlowSpec } from "./dependencies.js";
+import type { EnqueueFlowOptions, FlowSpec } from "./dependencies.js";
 import { checkItems, type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
 import { type EnqueuedFlow, flowResult, prepareFlow } from "./enqueue-flow.js";
 import { ErrandOperations } from "./errand-operations.js";
@@ -217,7 +217,7 @@ export class Errand extends ErrandOperations {
    */
   enqueueFlow<T extends Record<string, unknown>>(
     spec: FlowSpec<T>,
-    options: FlowOptions = {},
+    options: EnqueueFlowOptions = {},
   ): Promise<EnqueuedFlow<keyof T & string>> {
     const sync = inSynchronousTransaction(options.tx);
     try {

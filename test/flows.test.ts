@@ -5,11 +5,23 @@
  * unknown node, a flow over the size limit, a missing dependency — refused with nothing stored.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, test } from "node:test";
+import Database from "better-sqlite3";
 import { z } from "zod";
 import { MAX_FLOW_JOBS } from "../src/dependencies.js";
-import { defineJob, type Errand, type JobEvent, ValidationError } from "../src/index.js";
-import { targets, withErrand } from "./helpers/targets.js";
+import {
+  defineJob,
+  type Errand,
+  type JobEvent,
+  openErrand,
+  silentLogger,
+  ValidationError,
+} from "../src/index.js";
+import type { PostgresStore } from "../src/store/postgres/index.js";
+import { target, targets, withErrand } from "./helpers/targets.js";
 
 const finishedAt = new Map<string, number>();
 const startedAfter: Array<{ id: string; deps: string[] }> = [];
@@ -181,3 +193,78 @@ for (const target of targets) {
       }));
   });
 }
+
+describe("enqueueFlow inside the application's transaction", () => {
+  test("SQLite: inside db.transaction, stored synchronously with the transaction, or not at all", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "errand-flow-tx-"));
+    const db = new Database(join(dir, "app.db"));
+    const errand = await openErrand({ db, logger: silentLogger() });
+    try {
+      const spec = {
+        jobs: {
+          a: { job: step, payload: { n: 1 } },
+          b: { job: step, payload: { n: 2 }, dependsOn: ["a"] },
+        },
+      };
+      assert.throws(() =>
+        db.transaction(() => {
+          void errand.enqueueFlow(spec, { tx: db });
+          throw new Error("rollback");
+        })(),
+      );
+      assert.equal(await count(errand), 0, "rolled back with the application's transaction");
+      let flow: Promise<{ ids: Record<string, string> }> | undefined;
+      db.transaction(() => {
+        flow = errand.enqueueFlow(spec, { tx: db });
+      })();
+      const { ids } = await (flow as Promise<{ ids: Record<string, string> }>);
+      assert.equal((await errand.getJob(ids.b))?.state, "waiting");
+      assert.throws(
+        () =>
+          db.transaction(() => {
+            void errand.enqueueFlow(
+              { jobs: { x: { job: step, payload: { n: 1 }, dependsOn: [{ id: "424242" }] } } },
+              { tx: db },
+            );
+          })(),
+        /no job with id 424242/,
+      );
+      assert.equal(await count(errand), 2);
+    } finally {
+      await errand.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test(
+    "PostgreSQL: with { tx: client }, the flow exists iff the transaction commits",
+    { skip: target("postgres").skip },
+    () =>
+      withErrand(target("postgres"), async (errand) => {
+        const client = await (errand.store as PostgresStore).pool.connect();
+        try {
+          const spec = {
+            jobs: {
+              a: { job: step, payload: { n: 1 } },
+              b: { job: step, payload: { n: 2 }, dependsOn: ["a"] },
+            },
+          };
+          await client.query("BEGIN");
+          await errand.enqueueFlow(spec, { tx: client });
+          await client.query("ROLLBACK");
+          assert.equal(await count(errand), 0);
+          await client.query("BEGIN");
+          const { ids } = await errand.enqueueFlow(spec, { tx: client });
+          await client.query("COMMIT");
+          assert.equal((await errand.getJob(ids.b))?.state, "waiting");
+          assert.deepEqual(
+            (await errand.getJobLinks(ids.b)).dependencies.map((d) => d.node),
+            ["a"],
+          );
+        } finally {
+          client.release();
+        }
+      }),
+  );
+});
