@@ -86,8 +86,10 @@ export function registerJobs(program: Command): void {
             problems.push(`no job with id ${id}`);
             continue;
           }
-          if (before.state !== "pending" && before.state !== "running") {
-            problems.push(`job ${id} is ${before.state}: only pending or running jobs can be cancelled`);
+          if (before.state !== "waiting" && before.state !== "pending" && before.state !== "running") {
+            problems.push(
+              `job ${id} is ${before.state}: only waiting, pending or running jobs can be cancelled`,
+            );
             continue;
           }
           const job = await errand.cancel(id);

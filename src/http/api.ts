@@ -249,8 +249,11 @@ async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): P
 
 async function cancelJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   const job = await findJob(ctx, id);
-  if (job.state !== "pending" && job.state !== "running") {
-    throw new HttpError(409, `job ${job.id} is ${job.state}: only pending or running jobs can be cancelled`);
+  if (job.state !== "waiting" && job.state !== "pending" && job.state !== "running") {
+    throw new HttpError(
+      409,
+      `job ${job.id} is ${job.state}: only waiting, pending or running jobs can be cancelled`,
+    );
   }
   const cancelled = await ctx.errand.cancel(job.id);
   if (!cancelled) throw new HttpError(404, `no job with id ${job.id}`);

@@ -202,7 +202,7 @@ export function completeInTransaction<T>(
   lease: Lease,
   worker: string,
   fn: (tx: TxHandle) => Promise<T> | T,
-): Promise<{ applied: boolean; value?: T }> {
+): Promise<{ applied: boolean; value?: T; woken?: string[] }> {
   return c.gate.hold(async (within) => {
     if (c.closed) throw closedError();
     if (c.db.inTransaction) throw storeBusy("completeInTransaction");
@@ -227,7 +227,8 @@ export function completeInTransaction<T>(
         return { applied: false };
       }
       c.db.exec(Q.COMMIT);
-      return { applied: true, value };
+      // Dependents released by this completion: the store wakes their queues (store.ts).
+      return done.woken?.length ? { applied: true, value, woken: done.woken } : { applied: true, value };
     } catch (err) {
       if (c.db.open && c.db.inTransaction) c.db.exec(Q.ROLLBACK);
       throw err;

@@ -213,7 +213,9 @@ export class SqliteStore implements Store {
     fn: (tx: TxHandle) => Promise<T> | T,
   ): Promise<{ applied: boolean; value?: T }> {
     try {
-      return await leases.completeInTransaction(this.c, lease, worker, fn);
+      const { woken, ...done } = await leases.completeInTransaction(this.c, lease, worker, fn);
+      if (woken) this.notifier.notifyEach(woken);
+      return done;
     } finally {
       this.notifier.flushDeferred();
     }
