@@ -33,7 +33,7 @@ export function registerJobs(program: Command): void {
     .command("list")
     .description("list jobs, newest first")
     .option("--queue <queue>", "only this queue")
-    .option("--state <state>", "only this state: pending, running, completed, failed or cancelled")
+    .option("--state <state>", "only this state: waiting, pending, running, completed, failed or cancelled")
     .option("--name <job-name>", "only jobs of this name")
     .option("--search <text>", "id equal to, or key or payload containing, this text")
     .option("--limit <n>", "at most this many (1..1000)", "50")

@@ -407,7 +407,7 @@ describe("bad input: a clear one-line error, the right exit code, nothing stored
       what: "list: unknown state",
       args: ["jobs", "list", ...url, "--state", "done"],
       code: 2,
-      message: /--state must be one of pending, running, completed, failed, cancelled/,
+      message: /--state must be one of waiting, pending, running, completed, failed, cancelled/,
     },
     {
       what: "list: limit out of range",
