@@ -22,6 +22,23 @@ export interface LinkedRow extends JobRecord {
   hasDependents: boolean;
 }
 
+/** A memory row's job record: without the store's own fields (not a copy). */
+export function recordOf(
+  row: LinkedRow & { seq: number; leaseToken: number; flowKey: string | null },
+): JobRecord {
+  const {
+    seq: _s,
+    leaseToken: _t,
+    flowKey: _f,
+    left: _l,
+    policy: _p,
+    node: _n,
+    hasDependents: _h,
+    ...job
+  } = row;
+  return job;
+}
+
 /** The dependency fields of a row inserted without any. */
 export const unlinked = () => ({ left: 0, policy: null, node: null, hasDependents: false });
 

@@ -24,7 +24,7 @@ import type {
   Store,
   ThroughputBucket,
 } from "../types.js";
-import { type LinkedRow, MemoryLinks, unlinked } from "./dependencies.js";
+import { type LinkedRow, MemoryLinks, recordOf, unlinked } from "./dependencies.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
 import { listRows, statsOf, throughputOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
@@ -62,17 +62,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   private publicJob(row: Row): JobRecord {
-    const {
-      seq: _s,
-      leaseToken: _t,
-      flowKey: _f,
-      left: _l,
-      policy: _p,
-      node: _n,
-      hasDependents: _h,
-      ...job
-    } = row;
-    return clone(job as JobRecord);
+    return clone(recordOf(row));
   }
 
   async insertJobs(jobs: NewJob[]): Promise<InsertResult[]> {
