@@ -304,11 +304,13 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
     // A job with unfinished dependencies is 'waiting' (store/dependency-plan.ts): outside
     // jobs_claim_idx (WHERE state = 'pending'), so claims never see it and cost what they did.
     // The state CHECK is replaced by a wider one NOT VALID: every stored row satisfies it, and
-    // validating would scan the table under lock. Constant defaults and nullable columns
-    // rewrite nothing (Postgres 11+). has_dependents flags the jobs whose finish must resolve
-    // dependents; the finish statements skip the rows that have it, which then go through
-    // the transaction that resolves them (leases.ts) — a job without dependents pays one
-    // boolean test. Edges: (depends_on, job_id) for the resolution, (job_id) for the job view.
+    // validating would scan the table under lock. The new columns are nullable without a
+    // default: nothing is rewritten, and a job without dependencies stores them as NULL bits
+    // (its row and WAL stay the size they were: with NOT NULL DEFAULT 0/false they cost ~21
+    // more WAL bytes per claim and per finish, bench/hot-plans.ts). has_dependents (NULL =
+    // false) flags the jobs whose finish must resolve dependents; the finish statements skip
+    // the rows that have it, which then go through the transaction that resolves them
+    // (leases.ts) — a job without dependents pays one test of a NULL. Edges: (depends_on, job_id) for the resolution, (job_id) for the job view.
     // A statement-level trigger forgets a deleted dependent's edges. Not breaking: an older
     // errand never claims a waiting job; it would not release one either, so finish a rolling
     // deploy before enqueueing flows.
@@ -316,10 +318,10 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
 ALTER TABLE {{schema}}.jobs DROP CONSTRAINT IF EXISTS jobs_state_check;
 ALTER TABLE {{schema}}.jobs ADD CONSTRAINT jobs_state_check
   CHECK (state IN ('waiting', 'pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
-ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS dependencies_left integer NOT NULL DEFAULT 0;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS dependencies_left integer;
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS on_dependency_failure text;
 ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS node text;
-ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS has_dependents boolean NOT NULL DEFAULT false;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS has_dependents boolean;
 CREATE TABLE IF NOT EXISTS {{schema}}.job_dependencies (
   depends_on bigint NOT NULL,
   job_id     bigint NOT NULL,

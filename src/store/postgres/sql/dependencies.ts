@@ -31,7 +31,7 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[]) ON CONFLICT DO NOTHING`;
 
 /** Stored jobs $1 that now have a dependent waiting for them (locked by LOCK_DEPENDENCIES). */
 export const MARK_DEPENDENCIES = `
-UPDATE ${JOBS} SET has_dependents = true WHERE id = ANY($1::bigint[]) AND NOT has_dependents`;
+UPDATE ${JOBS} SET has_dependents = true WHERE id = ANY($1::bigint[]) AND has_dependents IS NOT TRUE`;
 
 /**
  * Jobs $1 that just finished in states $2, in the finishing transaction: their waiting dependents
@@ -65,9 +65,9 @@ WITH f AS (
     FROM (
       SELECT CASE WHEN d.culprit IS NOT NULL AND coalesce(j.on_dependency_failure, 'fail') = 'fail' THEN 'failed'
                   WHEN d.culprit IS NOT NULL AND j.on_dependency_failure = 'cancel' THEN 'cancelled'
-                  WHEN j.dependencies_left - d.n <= 0 THEN 'pending'
+                  WHEN coalesce(j.dependencies_left, 0) - d.n <= 0 THEN 'pending'
                   ELSE 'waiting' END AS state,
-             greatest(j.dependencies_left - d.n, 0) AS left_after
+             greatest(coalesce(j.dependencies_left, 0) - d.n, 0) AS left_after
     ) v
   )
   FROM d

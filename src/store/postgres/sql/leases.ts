@@ -163,7 +163,7 @@ WITH u AS (
       result = CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
       locked_by = NULL, locked_until = NULL, cancel_requested = false
   FROM u
-  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}${linked ? "" : " AND NOT j.has_dependents"}
+  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}${linked ? "" : " AND j.has_dependents IS NOT TRUE"}
   RETURNING j.id, u.token, j.queue, j.state, j.has_dependents
 )
 SELECT f.id, f.token, f.queue, f.state, f.has_dependents, ${notifyQueues("finished WHERE state = 'pending'")} AS notified FROM finished f`;
@@ -198,7 +198,7 @@ SET state = 'completed', finished_at = ${NOW},
     result = u.result::jsonb,
     locked_by = NULL, locked_until = NULL, cancel_requested = false
 FROM unnest(${["$1::bigint[]", "$2::int[]", "$3::text[]", "$4::text[]"].map(opaque).join(", ")}) AS u(id, token, result, worker)
-WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")} AND NOT j.has_dependents
+WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")} AND j.has_dependents IS NOT TRUE
 RETURNING j.id, u.token, j.queue, j.state`;
 
 /** completeInTransaction: locks the job for the transaction if the lease ($1 id, $2 token) is held. */
