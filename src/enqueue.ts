@@ -4,6 +4,12 @@
  * it must be (`prepareNow`).
  */
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import {
+  checkDependsOn,
+  checkPolicy,
+  type DependencyFailurePolicy,
+  type DependencyRef,
+} from "./dependencies.js";
 import { type Duration, parseDuration } from "./duration.js";
 import type { EnqueueManyItem } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
@@ -34,6 +40,8 @@ export interface JobOptions {
   unique?: UniqueOptions;
   onConflict?: OnConflict;
   debounce?: DebounceOptions;
+  dependsOn?: readonly DependencyRef[];
+  onDependencyFailure?: DependencyFailurePolicy;
 }
 
 /**
@@ -90,6 +98,8 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     runAt: undefined,
     delayMs: undefined,
     key: null,
+    dependencies: undefined,
+    node: undefined,
   };
   if (options.key !== undefined && options.key !== null) {
     if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
@@ -101,6 +111,11 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
   if (options.unique !== undefined || options.onConflict !== undefined)
     row.unique = uniqueRule(options, what);
   if (options.debounce !== undefined || def.debounce) applyDebounce(def, options, row, what);
+  if (options.dependsOn !== undefined) {
+    const ids = checkDependsOn(options.dependsOn, what);
+    const onFailure = checkPolicy(options.onDependencyFailure, what);
+    if (ids.length > 0) row.dependencies = { ids, rows: [], onFailure };
+  } else if (options.onDependencyFailure !== undefined) checkPolicy(options.onDependencyFailure, what);
   const { delay, runAt } = options;
   if (delay !== undefined)
     row.delayMs = checkOption(() => checkDelay(parseDuration(delay, "delay"), delay), what);

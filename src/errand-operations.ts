@@ -95,6 +95,14 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
     return job && whyWaiting(this.store, job, this.flowOf(job));
   }
 
+  /**
+   * A job's dependencies (with their states and results) and its dependents, in id order: empty
+   * lists when it has none (also when there is no such job).
+   */
+  getJobLinks(id: string): ReturnType<Store["getJobLinks"]> {
+    return this.store.getJobLinks(String(id));
+  }
+
   /** Workers with a heartbeat within `staleMs` (the dashboard's live list). */
   listWorkers(staleMs: number): ReturnType<Store["listWorkers"]> {
     return this.store.listWorkers(staleMs);

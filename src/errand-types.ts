@@ -1,4 +1,5 @@
 /** The types errand's facade takes and gives: open options, enqueue options and results, events. */
+import type { DependencyFailurePolicy, DependencyRef } from "./dependencies.js";
 import type { Duration } from "./duration.js";
 import type { AnyJobDefinition, JobDefinition, JobRecord } from "./job.js";
 import type { Logger } from "./logger.js";
@@ -51,6 +52,13 @@ export interface EnqueueOptions {
   onConflict?: OnConflict;
   /** Collapse enqueues with the same key: `{ key, delay: "5s", maxWait: "1m" }` (no key, unique, delay or runAt with it). */
   debounce?: DebounceOptions;
+  /**
+   * Jobs (ids, or records enqueue returned) that must complete before this one runs: until then
+   * it is `waiting`. Each must exist (else a ValidationError, nothing stored).
+   */
+  dependsOn?: readonly DependencyRef[];
+  /** When a dependency fails for good or is cancelled: fail this job (default), cancel it, or run it anyway. */
+  onDependencyFailure?: DependencyFailurePolicy;
   /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
   tx?: TxHandle;
 }

@@ -1,5 +1,7 @@
+import type { EnqueueFlowOptions, FlowSpec } from "./dependencies.js";
 import { parseDuration } from "./duration.js";
 import { checkItems, type JobOptions, prepareJob, prepareNow } from "./enqueue.js";
+import { type EnqueuedFlow, flowResult, prepareFlow } from "./enqueue-flow.js";
 import { ErrandResults } from "./errand-results.js";
 import type {
   EnqueuedJob,
@@ -244,6 +246,38 @@ export class Errand extends ErrandResults {
         throw err;
       },
     );
+  }
+
+  /**
+   * Stores a flow — a tree or DAG of jobs whose nodes name each other in `dependsOn` — in one
+   * call and one transaction (the caller's, with `tx`; inside a better-sqlite3 transaction,
+   * synchronously, as enqueue). A node runs once every node it depends on completed; see
+   * `onDependencyFailure` for when one fails. An unknown node, a cycle, more than 10,000 jobs,
+   * an invalid payload or a missing stored dependency rejects the whole flow: nothing is stored.
+   */
+  enqueueFlow<T extends Record<string, unknown>>(
+    spec: FlowSpec<T>,
+    options: EnqueueFlowOptions = {},
+  ): Promise<EnqueuedFlow<keyof T & string>> {
+    const sync = inSynchronousTransaction(options.tx);
+    try {
+      this.assertOpen();
+      const flow = prepareFlow(
+        spec as unknown as FlowSpec,
+        (job) => this.resolve(job),
+        (def, node, what) => this.prepare(def, node.payload, node, what),
+      );
+      if (sync) {
+        const rows = flow.rows.map((row, i) => prepareNow(flow.names[i], row));
+        return Promise.resolve(flowResult(flow.names, this.insertNow(rows, options.tx)));
+      }
+      return Promise.all(flow.rows).then(async (rows) =>
+        flowResult(flow.names, this.afterInsert(await this.store.insertJobs(rows, options.tx))),
+      );
+    } catch (err) {
+      if (sync) throw err;
+      return Promise.reject(err);
+    }
   }
 
   /** Inserts into the caller's better-sqlite3 transaction now (the store throws on any error). */

@@ -9,8 +9,18 @@ export type {
 } from "./alerts.js";
 export { watchAlerts } from "./alerts.js";
 export type { Backoff } from "./backoff.js";
+export type {
+  DependencyFailurePolicy,
+  DependencyRef,
+  EnqueueFlowOptions,
+  FlowNode,
+  FlowSpec,
+  LinkView,
+} from "./dependencies.js";
+export { MAX_FLOW_JOBS } from "./dependencies.js";
 export type { Duration } from "./duration.js";
 export { parseDuration } from "./duration.js";
+export type { EnqueuedFlow } from "./enqueue-flow.js";
 export type {
   EnqueuedJob,
   EnqueueManyItem,
@@ -35,6 +45,8 @@ export { createTickHandler } from "./http/tick.js";
 export type {
   AttemptOutcome,
   AttemptRecord,
+  DependencyLink,
+  DependencyResults,
   JobContext,
   JobDefinition,
   JobLogLevel,
@@ -58,6 +70,7 @@ export { MemoryStore } from "./store/memory/index.js";
 // `openErrand({ store })` is for a MemoryStore in tests.
 export type {
   JobFilter,
+  JobLinks,
   JobPage,
   QueuePause,
   QueueStats,

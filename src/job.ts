@@ -6,8 +6,19 @@ import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.
 import type { Logger } from "./logger.js";
 import { checkDebounce, type DebounceDefinition, type DebounceOptions } from "./unique.js";
 
-export type JobState = "pending" | "running" | "completed" | "failed" | "cancelled";
-export const JOB_STATES: readonly JobState[] = ["pending", "running", "completed", "failed", "cancelled"];
+/**
+ * `waiting`: the job depends on jobs that have not all finished (dependencies.ts); it is not
+ * claimable, and becomes `pending` when the last of them completes.
+ */
+export type JobState = "waiting" | "pending" | "running" | "completed" | "failed" | "cancelled";
+export const JOB_STATES: readonly JobState[] = [
+  "waiting",
+  "pending",
+  "running",
+  "completed",
+  "failed",
+  "cancelled",
+];
 
 /** How one execution (or a release without execution charge) ended. */
 export type AttemptOutcome =
@@ -109,6 +120,34 @@ export interface JobContext {
    * for database effects). `tx` is a node-postgres client or the better-sqlite3 Database.
    */
   completeInTransaction<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T>;
+  /**
+   * The jobs this one depends on (`dependsOn`, a flow's edges) with their results: by job id,
+   * and by node name for the nodes of a flow. Read from the store when called (a job without
+   * dependencies gets empty maps).
+   */
+  dependencies(): Promise<DependencyResults>;
+}
+
+/** What `ctx.dependencies()` answers. */
+export interface DependencyResults {
+  /** Each dependency's result (null when it returned nothing, or did not complete), by job id. */
+  byId: Record<string, unknown>;
+  /** The same results by node name, for dependencies enqueued in a flow under a name. */
+  byName: Record<string, unknown>;
+  /** Each dependency: id, node name, job name, queue, state, result. */
+  jobs: DependencyLink[];
+}
+
+/** One end of a dependency edge, as the job view and ctx.dependencies show it. */
+export interface DependencyLink {
+  id: string;
+  /** The node name in its flow, or null for a job enqueued on its own. */
+  node: string | null;
+  name: string;
+  queue: string;
+  state: JobState;
+  /** The job's result (dependencies only; null for dependents). */
+  result: unknown;
 }
 
 /**

@@ -9,6 +9,8 @@ import type { JobRecord } from "./job.js";
 import type { FlowLimits, FlowStatus, QueuePause, Store, WorkerInfo } from "./store/types.js";
 
 export type WaitReason =
+  /** It depends on jobs that have not all completed: `done` of `total` have. */
+  | { kind: "dependencies"; done: number; total: number; waitingFor: string[]; message: string }
   /** Delayed (a delay, a retry's backoff, a snooze): it is not due before `until`. */
   | { kind: "not-due"; until: Date; message: string }
   /** Its queue is paused (errand.pauseQueue). */
@@ -152,12 +154,36 @@ function flowReason(queue: string, { key, limits, status }: WaitFlow): WaitReaso
   );
 }
 
-/** Why a job waits: [] when it is not pending (running, finished) or nothing holds it back. */
+/** Why a job waits for its dependencies: how many of them completed, and which it still waits for. */
+async function dependencyReason(store: Pick<Store, "getJobLinks">, job: JobRecord): Promise<WaitReason[]> {
+  const { dependencies } = await store.getJobLinks(job.id);
+  const unfinished = dependencies.filter(
+    (d) => d.state !== "completed" && d.state !== "failed" && d.state !== "cancelled",
+  );
+  const done = dependencies.length - unfinished.length;
+  const waitingFor = unfinished.map((d) => d.id);
+  const shown = waitingFor.slice(0, 5).join(", ") + (waitingFor.length > 5 ? ", …" : "");
+  return [
+    {
+      kind: "dependencies",
+      done,
+      total: dependencies.length,
+      waitingFor,
+      message: `waiting for dependencies: ${done} of ${dependencies.length} done${shown ? ` (waiting for job ${shown})` : ""}`,
+    },
+  ];
+}
+
+/** Why a job waits: [] when it is not pending or waiting (running, finished) or nothing holds it back. */
 export async function whyWaiting(
-  store: Pick<Store, "now" | "listPausedQueues" | "listWorkers" | "countJobsAhead" | "flowStatus">,
+  store: Pick<
+    Store,
+    "now" | "listPausedQueues" | "listWorkers" | "countJobsAhead" | "flowStatus" | "getJobLinks"
+  >,
   job: JobRecord,
   flow: { key: string; limits: FlowLimits } | null = null,
 ): Promise<WaitReason[]> {
+  if (job.state === "waiting") return dependencyReason(store, job);
   if (job.state !== "pending") return [];
   const windowMs = flow ? Math.max(flow.limits.rate?.perMs ?? 0, flow.limits.keyRate?.perMs ?? 0) : 0;
   const [now, pauses, workers, status] = await Promise.all([

@@ -114,6 +114,7 @@ test("migrate is idempotent and records each version once", async (t) => {
     "errand_flow_claims",
     "errand_flow_cursors",
     "errand_flow_pauses",
+    "errand_job_dependencies",
     "errand_jobs",
     "errand_ledger",
     "errand_migrations",

@@ -1,5 +1,6 @@
 /** `errand jobs list | show | cancel`: inspect and cancel jobs. */
 import type { Command } from "commander";
+import { viewLinks } from "../dependencies.js";
 import type { Errand } from "../errand.js";
 import type { JobRecord } from "../job.js";
 import type { JobFilter, JobPage } from "../store/types.js";
@@ -11,7 +12,7 @@ import {
   parseStateOption,
   withErrand,
 } from "./common.js";
-import { JOB_COLUMNS, jobJson, print, printJson, renderJob, renderTable } from "./output.js";
+import { JOB_COLUMNS, jobJson, print, printJson, renderJob, renderLinks, renderTable } from "./output.js";
 
 export const LIST_LIMIT = { min: 1, max: 1000 };
 
@@ -32,7 +33,7 @@ export function registerJobs(program: Command): void {
     .command("list")
     .description("list jobs, newest first")
     .option("--queue <queue>", "only this queue")
-    .option("--state <state>", "only this state: pending, running, completed, failed or cancelled")
+    .option("--state <state>", "only this state: waiting, pending, running, completed, failed or cancelled")
     .option("--name <job-name>", "only jobs of this name")
     .option("--search <text>", "id equal to, or key or payload containing, this text")
     .option("--limit <n>", "at most this many (1..1000)", "50")
@@ -55,11 +56,14 @@ export function registerJobs(program: Command): void {
         const job = await mustGet(errand, id);
         // A pending job says why it waits (waiting.ts): paused queue, not due, no worker, the line.
         const waiting = (await errand.whyWaiting(job.id)) ?? [];
-        if (opts.json) printJson({ ...jobJson(job), waiting });
+        // Its dependencies and dependents (a flow's edges), without their results.
+        const links = await errand.getJobLinks(job.id);
+        if (opts.json) printJson({ ...jobJson(job), waiting, ...viewLinks(links) });
         else
           print(
             [
               renderJob(job),
+              ...renderLinks(links),
               ...(waiting.length > 0 ? [""] : []),
               ...waiting.map((r) => `waiting: ${r.message}`),
             ].join("\n"),
@@ -82,8 +86,10 @@ export function registerJobs(program: Command): void {
             problems.push(`no job with id ${id}`);
             continue;
           }
-          if (before.state !== "pending" && before.state !== "running") {
-            problems.push(`job ${id} is ${before.state}: only pending or running jobs can be cancelled`);
+          if (before.state !== "waiting" && before.state !== "pending" && before.state !== "running") {
+            problems.push(
+              `job ${id} is ${before.state}: only waiting, pending or running jobs can be cancelled`,
+            );
             continue;
           }
           const job = await errand.cancel(id);

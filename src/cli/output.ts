@@ -1,6 +1,6 @@
 /** How the CLI prints: aligned tables for people, JSON (`--json`) for programs. Both go to stdout. */
-import type { AttemptRecord, JobLogLine, JobRecord } from "../job.js";
-import type { QueueStats } from "../store/types.js";
+import type { AttemptRecord, DependencyLink, JobLogLine, JobRecord } from "../job.js";
+import type { JobLinks, QueueStats } from "../store/types.js";
 
 export type Align = "left" | "right";
 
@@ -100,6 +100,7 @@ function lastAttemptError(job: JobRecord): string | undefined {
 
 export const STATS_COLUMNS: Column<QueueStats>[] = [
   { header: "QUEUE", value: (s) => s.queue },
+  { header: "WAITING", value: (s) => String(s.waiting), align: "right" },
   { header: "PENDING", value: (s) => String(s.pending), align: "right" },
   { header: "DELAYED", value: (s) => String(s.delayed), align: "right" },
   { header: "RUNNING", value: (s) => String(s.running), align: "right" },
@@ -163,6 +164,28 @@ function logLine(line: JobLogLine): string {
   const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
   return `${line.at.slice(11, 23)} ${line.level.toUpperCase().padEnd(5)} ${line.msg}${fields}`;
 }
+
+/** The dependency section of `errand jobs show`: empty when the job has no links. */
+export function renderLinks(links: JobLinks): string[] {
+  const out: string[] = [];
+  for (const [title, list] of [
+    ["dependencies", links.dependencies],
+    ["dependents", links.dependents],
+  ] as const) {
+    if (list.length === 0) continue;
+    out.push("", `${title} (${list.length}):`, indent(renderTable(list.slice(0, 50), LINK_COLUMNS)));
+    if (list.length > 50) out.push(`  … and ${list.length - 50} more (--json lists all)`);
+  }
+  return out;
+}
+
+const LINK_COLUMNS: Column<DependencyLink>[] = [
+  { header: "ID", value: (l) => l.id, align: "right" },
+  { header: "NODE", value: (l) => l.node ?? "-" },
+  { header: "NAME", value: (l) => l.name },
+  { header: "QUEUE", value: (l) => l.queue },
+  { header: "STATE", value: (l) => l.state },
+];
 
 const ATTEMPT_COLUMNS: Column<AttemptRecord>[] = [
   { header: "#", value: (a) => String(a.attempt), align: "right" },

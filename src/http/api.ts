@@ -18,6 +18,8 @@
  * Every answer is JSON; bad input is a 4xx naming the problem, never a 500. Only the store
  * contract is used, so it behaves the same on memory, SQLite and Postgres.
  */
+
+import { viewLinks } from "../dependencies.js";
 import { parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
@@ -231,7 +233,8 @@ async function listJobs(_request: Request, ctx: RouteContext): Promise<Response>
 async function getJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   query(ctx, []);
   const job = await findJob(ctx, id);
-  return jsonResponse(200, { ...job, waiting: (await ctx.errand.whyWaiting(job.id)) ?? [] });
+  const [waiting, links] = await Promise.all([ctx.errand.whyWaiting(job.id), ctx.errand.getJobLinks(job.id)]);
+  return jsonResponse(200, { ...job, waiting: waiting ?? [], ...viewLinks(links) });
 }
 
 async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
@@ -246,8 +249,11 @@ async function retryJob(_request: Request, ctx: RouteContext, [id]: string[]): P
 
 async function cancelJob(_request: Request, ctx: RouteContext, [id]: string[]): Promise<Response> {
   const job = await findJob(ctx, id);
-  if (job.state !== "pending" && job.state !== "running") {
-    throw new HttpError(409, `job ${job.id} is ${job.state}: only pending or running jobs can be cancelled`);
+  if (job.state !== "waiting" && job.state !== "pending" && job.state !== "running") {
+    throw new HttpError(
+      409,
+      `job ${job.id} is ${job.state}: only waiting, pending or running jobs can be cancelled`,
+    );
   }
   const cancelled = await ctx.errand.cancel(job.id);
   if (!cancelled) throw new HttpError(404, `no job with id ${job.id}`);

@@ -21,7 +21,7 @@ import { WORKER_STALE_MS } from "./api.js";
 import { guard, jsonResponse } from "./security.js";
 import type { RouteContext } from "./types.js";
 
-const STATES = ["pending", "delayed", "running", "completed", "failed", "cancelled"] as const;
+const STATES = ["waiting", "pending", "delayed", "running", "completed", "failed", "cancelled"] as const;
 
 /** errand's metrics for one Errand instance: a Registry and the instruments on it. */
 export interface ErrandMetrics {
@@ -51,7 +51,7 @@ function createMetrics(errand: Errand): ErrandMetrics {
   const registers = [registry];
   const jobs = new Gauge({
     name: "errand_jobs",
-    help: "Jobs in the store by queue and state (pending = due now, delayed = pending with a future run_at)",
+    help: "Jobs in the store by queue and state (waiting = for dependencies, pending = due now, delayed = pending with a future run_at)",
     labelNames: ["queue", "state"] as const,
     registers,
   });

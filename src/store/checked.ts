@@ -96,6 +96,7 @@ const CHECKS: {
 } = {
   insertJobs: (jobs, tx) => [array(jobs, "insertJobs jobs") as typeof jobs, tx],
   getJob: (id) => [jobId(id)],
+  getJobLinks: (id) => [jobId(id)],
   cancelJob: (id) => [jobId(id)],
   listJobs: (filter: JobFilter) => {
     object(filter, "listJobs filter");

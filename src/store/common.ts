@@ -98,6 +98,7 @@ export function matchesSearch(job: Pick<JobRecord, "id" | "key" | "payload">, se
 export function emptyStats(queue: string): QueueStats {
   return {
     queue,
+    waiting: 0,
     pending: 0,
     delayed: 0,
     running: 0,

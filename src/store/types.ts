@@ -11,7 +11,15 @@
 
 import type { ErrorKind } from "../errors.js";
 import type { FlowLimits } from "../flow-limits.js";
-import type { AttemptRecord, JobLogLine, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
+import type {
+  AttemptRecord,
+  DependencyLink,
+  JobLogLine,
+  JobRecord,
+  JobState,
+  RunningJob,
+  TxHandle,
+} from "../job.js";
 import type { UniqueRule, UniqueWhile } from "../unique-rule.js";
 
 export type { FlowLimits, UniqueRule, UniqueWhile };
@@ -53,6 +61,27 @@ export interface NewJob {
    * absent: any job that holds it (the key's default meaning, `retained` + keep).
    */
   unique?: UniqueRule | null;
+  /** What this job waits for (dependsOn, a flow's edges); absent for a job that waits for nothing. */
+  dependencies?: NewJobDependencies;
+  /** Its name in the flow it was enqueued with (ctx.dependencies().byName), or absent. */
+  node?: string | null;
+}
+
+/** What happens to a waiting job when a dependency fails for good or is cancelled. */
+export type DependencyFailurePolicy = "fail" | "cancel" | "run";
+
+export interface NewJobDependencies {
+  /** Stored jobs this one depends on, by id (each must exist: else a ValidationError, nothing stored). */
+  ids: string[];
+  /** Earlier jobs of the same insertJobs call this one depends on, by position (a flow's edges). */
+  rows: number[];
+  onFailure: DependencyFailurePolicy;
+}
+
+/** A job's place in the dependency graph: what it waits for (with results) and what waits for it. */
+export interface JobLinks {
+  dependencies: DependencyLink[];
+  dependents: DependencyLink[];
 }
 
 export interface InsertResult {
@@ -169,6 +198,7 @@ export interface JobPage {
 
 export interface QueueStats {
   queue: string;
+  waiting: number; // waiting for dependencies
   pending: number; // due now
   delayed: number; // pending with run_at in the future
   running: number;
@@ -260,6 +290,11 @@ export interface Store {
    * a stored job or of an earlier job of the same call — inserts nothing and returns the existing
    * job. One result per job, in input order; each record is a new object the caller owns
    * (errand's enqueue adds `created` to it).
+   *
+   * Jobs with `dependencies` are stored `waiting` (or `pending` when every dependency already
+   * completed, or failed/cancelled at once when one already failed and their policy says so: see
+   * store/dependency-plan.ts), with their edges, in the same transaction. A dependency id that
+   * names no job throws a ValidationError before anything is written.
    */
   insertJobs(jobs: NewJob[], tx?: TxHandle): Promise<InsertResult[]>;
   /**
@@ -268,6 +303,8 @@ export interface Store {
    */
   insertJobsNow?(jobs: NewJob[], tx: TxHandle): InsertResult[];
   getJob(id: string): Promise<JobRecord | null>;
+  /** A job's dependencies (with their results) and dependents, in id order; empty lists when it has none. */
+  getJobLinks(id: string): Promise<JobLinks>;
   listJobs(filter: JobFilter): Promise<JobPage>;
   stats(): Promise<QueueStats[]>;
   /** Completed and failed counts per queue per bucket since `sinceMs` ago, from finished_at. */

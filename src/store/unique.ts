@@ -18,9 +18,11 @@ export type HolderAction =
   | "replace" // a pending duplicate that takes the new payload and run time
   | "release"; // not a duplicate under this rule: it gives up the key, the new job is inserted
 
+// A job `waiting` for its dependencies has not started either: it counts as pending (a match,
+// not replaced: its run time is its dependencies' to decide).
 const IN_SCOPE: Record<UniqueWhile, (state: JobState) => boolean> = {
-  pending: (state) => state === "pending",
-  unfinished: (state) => state === "pending" || state === "running",
+  pending: (state) => state === "pending" || state === "waiting",
+  unfinished: (state) => state === "pending" || state === "waiting" || state === "running",
   retained: () => true,
 };
 

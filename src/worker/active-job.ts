@@ -1,7 +1,7 @@
 import { type Duration, parseDuration } from "../duration.js";
 import { type Classification, ValidationError } from "../errors.js";
 import { checkDelay } from "../instant.js";
-import type { AnyJobDefinition, JobContext, JobLogLine, OnceOptions } from "../job.js";
+import type { AnyJobDefinition, DependencyResults, JobContext, JobLogLine, OnceOptions } from "../job.js";
 import type { Logger } from "../logger.js";
 import { storableJson } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
@@ -102,6 +102,12 @@ export class ActiveJob implements JobContext {
   private progressFn: JobContext["progress"] | undefined = undefined;
   private snoozeFn: JobContext["snooze"] | undefined = undefined;
   private completeFn: JobContext["completeInTransaction"] | undefined = undefined;
+  private dependenciesFn: JobContext["dependencies"] | undefined = undefined;
+
+  get dependencies(): JobContext["dependencies"] {
+    this.dependenciesFn ??= () => readDependencies(this.deps.store, this.claimed.id);
+    return this.dependenciesFn;
+  }
 
   get once(): JobContext["once"] {
     this.onceFn ??= <T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions) =>
@@ -204,4 +210,16 @@ export function checkResult(result: unknown, limit: number): void {
   if (result === undefined || result === null || typeof result === "number" || typeof result === "boolean")
     return; // nothing to check: the common case costs no serialisation
   storableJson(result, limit, "result");
+}
+
+/** ctx.dependencies(): the job's dependencies with their results, by id and by node name. */
+async function readDependencies(store: Store, id: string): Promise<DependencyResults> {
+  const { dependencies } = await store.getJobLinks(id);
+  const byId: Record<string, unknown> = {};
+  const byName: Record<string, unknown> = {};
+  for (const dep of dependencies) {
+    byId[dep.id] = dep.result;
+    if (dep.node !== null) byName[dep.node] = dep.result;
+  }
+  return { byId, byName, jobs: dependencies };
 }

@@ -213,6 +213,32 @@ describe("enqueue and inspect", () => {
     assert.match(text.stdout, /attempts \(0\)/);
   });
 
+  test("jobs show lists a flow job's dependencies and dependents and why it waits", async () => {
+    const errand = await inspect(s.db, [echo]);
+    const flow = await errand
+      .enqueueFlow({
+        jobs: {
+          fetch: { job: echo, payload: { text: "fetch" }, delay: "1h" },
+          merge: { job: echo, payload: { text: "merge" }, dependsOn: ["fetch"] },
+        },
+      })
+      .finally(() => errand.close());
+    const [text, json] = await runAll([
+      ["jobs", "show", flow.ids.merge, ...url],
+      ["jobs", "show", flow.ids.fetch, ...url, "--json"],
+    ]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^state:\s+waiting$/m);
+    assert.match(text.stdout, /^dependencies \(1\):$/m);
+    assert.match(text.stdout, new RegExp(`^\\s+${flow.ids.fetch}\\s+fetch\\s+echo\\s+\\S+\\s+pending$`, "m"));
+    assert.match(text.stdout, /^waiting: waiting for dependencies: 0 of 1 done/m);
+    const shown = JSON.parse(json.stdout);
+    assert.deepEqual(
+      shown.dependents.map((d: { id: string; node: string }) => [d.id, d.node]),
+      [[flow.ids.merge, "merge"]],
+    );
+  });
+
   test("jobs cancel cancels a pending job; stats counts per queue", async () => {
     const created = JSON.parse(
       (await run(["enqueue", "nap", ...jobs, ...url, "--payload", '{"ms":1}', "--json"])).stdout,
@@ -222,14 +248,17 @@ describe("enqueue and inspect", () => {
     assert.match(cancel.stdout, new RegExp(`job ${created.id} cancelled`));
     const twice = await run(["jobs", "cancel", created.id, ...url]);
     assert.equal(twice.code, 1);
-    assert.match(twice.stderr, /is cancelled: only pending or running jobs can be cancelled/);
+    assert.match(twice.stderr, /is cancelled: only waiting, pending or running jobs can be cancelled/);
     const [stats, table] = await runAll([
       ["stats", ...url, "--json"],
       ["stats", ...url],
     ]);
     const slow = JSON.parse(stats.stdout).find((q: { queue: string }) => q.queue === "slow");
     assert.equal(slow.cancelled, 1);
-    assert.match(table.stdout, /^QUEUE\s+PENDING\s+DELAYED\s+RUNNING\s+COMPLETED\s+FAILED\s+CANCELLED/m);
+    assert.match(
+      table.stdout,
+      /^QUEUE\s+WAITING\s+PENDING\s+DELAYED\s+RUNNING\s+COMPLETED\s+FAILED\s+CANCELLED/m,
+    );
     assert.match(table.stdout, /^fast\s+\d+\s+\d+/m);
   });
 });
@@ -378,7 +407,7 @@ describe("bad input: a clear one-line error, the right exit code, nothing stored
       what: "list: unknown state",
       args: ["jobs", "list", ...url, "--state", "done"],
       code: 2,
-      message: /--state must be one of pending, running, completed, failed, cancelled/,
+      message: /--state must be one of waiting, pending, running, completed, failed, cancelled/,
     },
     {
       what: "list: limit out of range",

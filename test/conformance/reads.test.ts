@@ -107,6 +107,7 @@ eachStore((it) => {
       const { oldestPendingMs, ...counts } = a;
       assert.deepEqual(counts, {
         queue: "a",
+        waiting: 0,
         pending: 2,
         delayed: 1,
         running: 1,

@@ -212,5 +212,24 @@ eachStore((it) => {
       assert.notEqual(results[0].job.id, old.id);
       assert.equal((await store.listJobs({ limit: 100 })).jobs.length, 2);
     });
+
+    it("a job waiting for its dependencies has not started: a duplicate under while pending and unfinished, never replaced", async (store) => {
+      const dependency = await insertOne(store);
+      const [waiting] = await store.insertJobs([
+        newJob({
+          key: "k",
+          payload: { v: "old" },
+          dependencies: { ids: [dependency.id], rows: [], onFailure: "fail" },
+        }),
+      ]);
+      assert.equal(waiting.job.state, "waiting");
+      for (const scope of ["pending", "unfinished"] as const) {
+        const again = await enqueue(store, rule({ while: scope, replace: true }), { v: "new" });
+        assert.equal(again.created, false, `while ${scope}`);
+        assert.equal(again.replaced, false, `while ${scope}: a waiting job keeps its payload`);
+        assert.equal(again.job.id, waiting.job.id);
+      }
+      assert.deepEqual((await mustGet(store, waiting.job.id)).payload, { v: "old" });
+    });
   });
 });

@@ -435,6 +435,33 @@ describe("API endpoints", () => {
     assert.match(body.attempts[0].stack, /PermanentError/);
   });
 
+  test("GET /api/jobs/:id: a flow job's dependencies, dependents and why it waits", async () => {
+    const flow = await h.errand.enqueueFlow({
+      jobs: {
+        first: { job: sendEmail, payload: { n: 200 }, delay: "1h" },
+        last: { job: sendEmail, payload: { n: 201 }, dependsOn: ["first"] },
+      },
+    });
+    const { status, body } = await callJson(h.handler, `/api/jobs/${flow.ids.last}`);
+    assert.equal(status, 200);
+    assert.equal(body.state, "waiting");
+    assert.deepEqual(
+      body.dependencies.map((d: { id: string; node: string; state: string }) => [d.id, d.node, d.state]),
+      [[flow.ids.first, "first", "pending"]],
+    );
+    assert.equal("result" in body.dependencies[0], false, "the view leaves results out");
+    assert.deepEqual(body.dependents, []);
+    assert.equal(body.waiting[0].kind, "dependencies");
+    assert.match(body.waiting[0].message, /0 of 1 done/);
+    const first = await callJson(h.handler, `/api/jobs/${flow.ids.first}`);
+    assert.deepEqual(
+      first.body.dependents.map((d: { id: string }) => d.id),
+      [flow.ids.last],
+    );
+    await h.errand.cancel(flow.ids.last);
+    await h.errand.cancel(flow.ids.first);
+  });
+
   test("POST /api/jobs/:id/retry, cancel and discard", async () => {
     const [a, b] = (await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs;
     const retried = await callJson(h.handler, `/api/jobs/${a.id}/retry`, { method: "POST" });

@@ -117,7 +117,15 @@ describe("GET /metrics", () => {
     assert.equal(families.get("errand_jobs")?.type, "gauge");
     const stats = await h.errand.stats();
     for (const s of stats) {
-      for (const state of ["pending", "delayed", "running", "completed", "failed", "cancelled"] as const) {
+      for (const state of [
+        "waiting",
+        "pending",
+        "delayed",
+        "running",
+        "completed",
+        "failed",
+        "cancelled",
+      ] as const) {
         assert.equal(
           value(families, "errand_jobs", { queue: s.queue, state }),
           s[state],

@@ -5,7 +5,7 @@
 // innerHTML — so a payload holding markup is shown as text and cannot run.
 
 const BASE = document.body.dataset.base || "";
-const STATES = ["pending", "running", "completed", "failed", "cancelled"];
+const STATES = ["waiting", "pending", "running", "completed", "failed", "cancelled"];
 const PAGE_SIZE = 50;
 
 // ---------------------------------------------------------------- DOM helpers
@@ -797,6 +797,7 @@ async function jobAction(job, action) {
 }
 
 const NO_RESULT = {
+  waiting: "No result yet: the job waits for its dependencies.",
   pending: "No result yet: the job has not run to completion.",
   running: "No result yet: the job is running.",
   failed: "No result: the job failed.",
@@ -810,13 +811,32 @@ function whenEl(job) {
       ? [new Date(job.runAt).getTime() > Date.now() ? "runs" : "due", job.runAt]
       : job.state === "running"
         ? ["started", job.startedAt]
-        : [job.state, job.finishedAt];
+        : job.state === "waiting"
+          ? ["enqueued", job.createdAt]
+          : [job.state, job.finishedAt];
   return h(
     "span",
     { title: iso ? fmtTime(iso) : "" },
     h("span", { class: "muted", text: `${label} ` }),
     fmtRelative(iso),
   );
+}
+
+/** A job's dependencies or dependents: each links to its own page. */
+function linksTable(list, testid) {
+  const rows = list.map((l) =>
+    h(
+      "tr",
+      { data: { testid } },
+      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(l.id)}`, text: `#${l.id}` })),
+      h("td", { class: "mono", text: l.node || "" }),
+      h("td", { text: l.name }),
+      h("td", { text: l.queue }),
+      h("td", {}, badge(l.state)),
+    ),
+  );
+  const columns = [{ label: "Job" }, { label: "Node" }, { label: "Name" }, { label: "Queue" }, { label: "State" }];
+  return table(columns, rows, "");
 }
 
 function detail(k, v) {
@@ -852,7 +872,8 @@ async function renderJob(id, isCurrent) {
       },
     });
   if (job.state === "failed" || job.state === "cancelled") actions.push(act("Retry", "retry", "btn-primary"));
-  if (job.state === "pending" || job.state === "running") actions.push(act("Cancel", "cancel", "btn-danger"));
+  if (job.state === "waiting" || job.state === "pending" || job.state === "running")
+    actions.push(act("Cancel", "cancel", "btn-danger"));
   if (job.state === "failed") actions.push(act("Discard", "discard", "btn-danger"));
 
   const title = h(
@@ -886,8 +907,9 @@ async function renderJob(id, isCurrent) {
   );
   main.append(panel("Details", h("div", { class: "panel-body" }, details)));
 
-  // Why a pending job waits (queue paused, not due yet, no worker, jobs ahead of it).
-  if (job.state === "pending" && job.waiting?.length > 0) {
+  // Why a pending job waits (queue paused, not due yet, no worker, jobs ahead of it), or a
+  // waiting one (its dependencies).
+  if ((job.state === "pending" || job.state === "waiting") && job.waiting?.length > 0) {
     main.append(
       h(
         "div",
@@ -955,6 +977,12 @@ async function renderJob(id, isCurrent) {
       ),
     ),
   );
+  for (const [title, list] of [
+    ["Dependencies", job.dependencies || []],
+    ["Dependents", job.dependents || []],
+  ]) {
+    if (list.length > 0) main.append(panel(`${title} (${list.length})`, linksTable(list, title.toLowerCase())));
+  }
   main.append(panel(`Attempts (${job.attempts.length})`, h("div", { class: "panel-body" }, timeline(job))));
 
   if (job.state === "pending" || job.state === "running") {

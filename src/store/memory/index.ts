@@ -5,6 +5,7 @@
  */
 import type { AttemptRecord, JobLogLine, JobRecord } from "../../job.js";
 import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
+import { needsDependencyPlan } from "../dependency-plan.js";
 import type {
   ClaimedJob,
   FlowClaim,
@@ -12,6 +13,7 @@ import type {
   FlowStatus,
   InsertResult,
   JobFilter,
+  JobLinks,
   JobPage,
   Lease,
   LeaseStatus,
@@ -24,11 +26,12 @@ import type {
   ThroughputBucket,
 } from "../types.js";
 import { holderAction, replacementRunAt } from "../unique.js";
+import { type LinkedRow, MemoryLinks, recordOf, unlinked } from "./dependencies.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
 import { listRows, statsOf, throughputOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
-interface Row extends JobRecord {
+interface Row extends LinkedRow {
   seq: number;
   leaseToken: number;
   flowKey: string | null;
@@ -47,6 +50,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   private readonly byKey = new Map<string, string>();
   private seq = 0;
   private readonly flow = new MemoryFlow();
+  private readonly links = new MemoryLinks();
 
   constructor(options: MemoryStoreOptions = {}) {
     super(options.clock ?? Date.now);
@@ -61,14 +65,15 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   private publicJob(row: Row): JobRecord {
-    const { seq: _seq, leaseToken: _token, flowKey: _flowKey, traceContext: _trace, ...job } = row;
-    return clone(job);
+    return clone(recordOf(row));
   }
 
   async insertJobs(jobs: NewJob[]): Promise<InsertResult[]> {
     const now = this.clock();
     const results: InsertResult[] = [];
     const createdQueues = new Set<string>();
+    const linked = needsDependencyPlan(jobs);
+    if (linked) this.links.check(jobs, this.jobs);
     for (const input of jobs) {
       const keyId = input.key ? this.byKey.get(`${input.queue}\u0000${input.key}`) : undefined;
       const existing = keyId ? this.jobs.get(keyId) : undefined;
@@ -92,6 +97,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
         leaseToken: 0,
         flowKey: input.flowKey ?? null,
         traceContext: input.traceContext ?? null,
+        ...unlinked(),
       };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
@@ -102,6 +108,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
           : newJobRecord(row.id, input, input.payload, new Date(runAt), new Date(now));
       results.push({ job, created: true });
     }
+    if (linked) this.links.apply(jobs, results, this.jobs, now);
     for (const queue of createdQueues) this.notify(queue);
     return results;
   }
@@ -129,6 +136,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
   async getJob(id: string): Promise<JobRecord | null> {
     const row = this.jobs.get(String(id));
     return row ? this.publicJob(row) : null;
+  }
+
+  async getJobLinks(id: string): Promise<JobLinks> {
+    return this.links.links(String(id), this.jobs);
   }
 
   async listJobs(filter: JobFilter): Promise<JobPage> {
@@ -240,7 +251,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
         row.state = "cancelled";
         row.finishedAt = new Date(now);
         row.cancelRequested = false;
-        this.finished(row.id);
+        this.settled(row, now);
       } else {
         row.state = "pending";
         this.notify(row.queue);
@@ -276,7 +287,13 @@ export class MemoryStore extends MemoryRegistry implements Store {
     row.lockedUntil = null;
     row.cancelRequested = false;
     if (t.state === "pending") this.notify(row.queue);
-    else this.finished(row.id);
+    else this.settled(row, now);
+  }
+
+  /** A finished job wakes its waiters (waitFor) and resolves its dependents (dependencies.ts); most have none. */
+  private settled(row: Row, now: number): void {
+    this.finished(row.id);
+    if (row.hasDependents) this.links.finished(row, this.jobs, now, (queue) => this.notify(queue));
   }
 
   async completeInTransaction<T>(
@@ -326,7 +343,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       row.cancelRequested = false;
       rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
       if (row.state === "pending") this.notify(row.queue);
-      else this.finished(row.id);
+      else this.settled(row, now);
     }
     return rescued;
   }
@@ -361,10 +378,10 @@ export class MemoryStore extends MemoryRegistry implements Store {
   async cancelJob(id: string): Promise<JobRecord | null> {
     const row = this.jobs.get(String(id));
     if (!row) return null;
-    if (row.state === "pending") {
+    if (row.state === "pending" || row.state === "waiting") {
       row.state = "cancelled";
       row.finishedAt = new Date(this.clock());
-      this.finished(row.id);
+      this.settled(row, this.clock());
     } else if (row.state === "running") {
       row.cancelRequested = true;
     }
@@ -402,6 +419,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     this.jobs.delete(row.id);
     this.forgetLedgerOf(row.id);
     this.finished(row.id);
+    this.links.deleted(row.id);
     // Only the job holding the key frees it: one that gave it up shares it with its holder.
     const key = `${row.queue}\u0000${row.key}`;
     if (row.key && this.byKey.get(key) === row.id) this.byKey.delete(key);

@@ -1,13 +1,22 @@
 /** An operator's actions on jobs: cancel one, retry or discard many (the dashboard, the CLI). */
 import type { JobRecord } from "../../job.js";
 import type { Db } from "./db.js";
+import { resolveDependents } from "./dependencies.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
 import { isJobId, toJob } from "./rows.js";
 
 export async function cancelJob(db: Db, id: string): Promise<JobRecord | null> {
   if (!isJobId(String(id))) return null;
-  const { rows } = await db.run("CANCEL_JOB", [String(id)]);
-  return rows.length > 0 ? toJob(rows[0]) : null;
+  // In a transaction: a waiting or pending job cancelled resolves its dependents with it.
+  const rows = await db.transaction(async (client) => {
+    const { rows } = await db.run("CANCEL_JOB", [String(id)], client);
+    const job = rows[0];
+    if (job?.has_dependents && job.state === "cancelled") {
+      await resolveDependents(db, client, [{ id: String(job.id), state: "cancelled" }]);
+    }
+    return rows;
+  });
+  return Array.isArray(rows) && rows.length > 0 ? toJob(rows[0]) : null;
 }
 
 /** ids filter: null = any; an empty or all-invalid list matches nothing. */

@@ -5,9 +5,11 @@
  */
 import type { JobRecord } from "../../job.js";
 import { newJobRecord } from "../common.js";
+import { needsDependencyPlan } from "../dependency-plan.js";
 import type { InsertResult, NewJob, TxHandle } from "../types.js";
 import { asClient, type Queryable, retryOnDeadlock, SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";
+import { lockDependencies, writeDependencies } from "./dependencies.js";
 import { setFlowKeys } from "./flow.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
@@ -41,16 +43,23 @@ export async function insertJobs(
   // Flow keys are set by a second statement in the same transaction (flow.ts setFlowKeys), so
   // the insert statements of jobs without one stay as they are.
   const flowKeyed = jobs.some((j) => j.flowKey !== undefined && j.flowKey !== null);
+  // Dependencies too (dependencies.ts): the stored ones are locked and checked before any write,
+  // the new jobs' states and edges written after the insert, in the same transaction.
+  const linked = needsDependencyPlan(jobs);
   if (client) {
     // The caller's transaction, and nothing else: the jobs exist iff the caller commits.
+    const existing = linked ? await lockDependencies(db, client, jobs) : null;
     results = await insertOn(db, client, jobs, payloads, chunks, false);
     if (flowKeyed) await setFlowKeys(db, client, jobs, results);
-  } else if (flowKeyed) {
+    if (existing) await writeDependencies(db, client, jobs, results, existing);
+  } else if (flowKeyed || linked) {
     results = await retryOnDeadlock(
       async () =>
         (await db.transaction(async (c) => {
+          const existing = linked ? await lockDependencies(db, c, jobs) : null;
           const inserted = await insertOn(db, c, jobs, payloads, chunks, true);
-          await setFlowKeys(db, c, jobs, inserted);
+          if (flowKeyed) await setFlowKeys(db, c, jobs, inserted);
+          if (existing) await writeDependencies(db, c, jobs, inserted, existing);
           return inserted;
         }, SLOW_MS)) as InsertResult[],
     );

@@ -10,6 +10,7 @@ import type { JobLogLine } from "../../job.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
+import { resolveDependents } from "./dependencies.js";
 import { literalQuoter } from "./insert.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
@@ -36,6 +37,19 @@ function validLeases(leases: Lease[]): Lease[] {
   return leases
     .filter((l) => isJobId(l.id) && Number.isInteger(l.leaseToken))
     .sort((a, b) => compareIds(a.id, b.id));
+}
+
+/** The rows that finished with dependents to resolve. */
+function withDependents(rows: Row[]): Array<{ id: string; state: string }> {
+  return rows
+    .filter((r) => r.has_dependents && r.state !== "pending" && r.state !== "running")
+    .map((r) => ({ id: String(r.id), state: r.state as string }));
+}
+
+/** `fn` in a transaction, or on `on` when that is already a transaction's client. */
+async function inTransactionOn<T>(db: Db, on: Queryable, fn: (client: Queryable) => Promise<T>): Promise<T> {
+  if (on !== db.pool) return fn(on);
+  return (await db.transaction((client) => fn(client))) as T;
 }
 
 /** The pending rows' queues, for notifyLocally. */
@@ -70,11 +84,20 @@ export async function extendLeases(db: Db, leases: Lease[], leaseMs: number): Pr
   });
 }
 
+/** In a transaction: a job cancelled on its return resolves its dependents with it. */
 export async function returnJobs(db: Db, notifier: Notifier, leases: Lease[]): Promise<number> {
   const valid = validLeases(leases);
   if (valid.length === 0) return 0;
   const wasListening = notifier.isListening;
-  const { rows } = await db.run("RETURN_JOBS", [valid.map((l) => l.id), valid.map((l) => l.leaseToken)]);
+  const rows = await inTransactionOn(db, db.pool, async (client) => {
+    const { rows } = await db.run(
+      "RETURN_JOBS",
+      [valid.map((l) => l.id), valid.map((l) => l.leaseToken)],
+      client,
+    );
+    await resolveDependents(db, client, withDependents(rows));
+    return rows;
+  });
   notifyLocally(notifier, wasListening, () => pendingQueues(rows));
   return rows.length;
 }
@@ -90,6 +113,23 @@ export async function finishJobs(
   outcomes: Outcome[],
   on: Queryable = db.pool,
 ): Promise<boolean[]> {
+  const applied = await finishBatch(db, notifier, outcomes, on, false);
+  const missed = outcomes.filter((_, i) => !applied[i]);
+  if (missed.length === 0) return applied;
+  // The outcomes the hot statements skipped: jobs with dependents, which are finished here with
+  // the resolution of their dependents in one transaction (and stale leases, which apply nowhere).
+  const again = await inTransactionOn(db, on, (client) => finishBatch(db, notifier, missed, client, true));
+  let k = 0;
+  return applied.map((done) => done || (again[k++] ?? false));
+}
+
+async function finishBatch(
+  db: Db,
+  notifier: Notifier,
+  outcomes: Outcome[],
+  on: Queryable,
+  linked: boolean,
+): Promise<boolean[]> {
   // Keyed by id while no id comes twice with different tokens (the usual batch), else by pair.
   const byPair = chooseOutcomes(outcomes, false) === null;
   const chosen = chooseOutcomes(outcomes, byPair) as Map<string, number>;
@@ -98,9 +138,12 @@ export async function finishJobs(
     .map((i) => outcomes[i] as Outcome)
     .sort((a, b) => compareIds(a.id, b.id));
   const wasListening = notifier.isListening;
-  const { rows } = await (batch.every(isPlainCompletion)
-    ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
-    : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+  const { rows } = await (linked
+    ? db.run("FINISH_JOBS_LINKED", outcomeValues(batch), on, false)
+    : batch.every(isPlainCompletion)
+      ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
+      : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+  if (linked) await resolveDependents(db, on, withDependents(rows));
   const applied = new Map<string, number>();
   for (const r of rows as Row[]) applied.set(byPair ? `${r.id}:${r.token}` : String(r.id), Number(r.token));
   notifyLocally(notifier, wasListening, () => pendingQueues(rows));
@@ -225,7 +268,12 @@ export async function rescueExpiredLeases(db: Db, notifier: Notifier): Promise<R
   const rescued: RescuedJob[] = [];
   for (;;) {
     const wasListening = notifier.isListening;
-    const { rows } = await db.run("RESCUE_EXPIRED", [RESCUE_BATCH]);
+    // In a transaction: a job that failed or was cancelled resolves its dependents with it.
+    const rows = await inTransactionOn(db, db.pool, async (client) => {
+      const { rows } = await db.run("RESCUE_EXPIRED", [RESCUE_BATCH], client);
+      await resolveDependents(db, client, withDependents(rows));
+      return rows;
+    });
     for (const r of rows) {
       rescued.push({
         id: String(r.id),

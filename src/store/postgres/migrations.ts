@@ -403,6 +403,48 @@ CREATE TRIGGER jobs_notify_awaited AFTER UPDATE ON {{schema}}.jobs
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_notify_awaited();
 `,
   },
+  {
+    version: 9,
+    name: "dependencies: the waiting state, dependency counters and edges",
+    // A job with unfinished dependencies is 'waiting' (store/dependency-plan.ts): outside
+    // jobs_claim_idx (WHERE state = 'pending'), so claims never see it and cost what they did.
+    // The state CHECK is replaced by a wider one NOT VALID: every stored row satisfies it, and
+    // validating would scan the table under lock. The new columns are nullable without a
+    // default: nothing is rewritten, and a job without dependencies stores them as NULL bits
+    // (its row and WAL stay the size they were: with NOT NULL DEFAULT 0/false they cost ~21
+    // more WAL bytes per claim and per finish, bench/hot-plans.ts). has_dependents (NULL =
+    // false) flags the jobs whose finish must resolve dependents; the finish statements skip
+    // the rows that have it, which then go through the transaction that resolves them
+    // (leases.ts) — a job without dependents pays one test of a NULL. Edges: (depends_on, job_id) for the resolution, (job_id) for the job view.
+    // A statement-level trigger forgets a deleted dependent's edges. Not breaking: an older
+    // errand never claims a waiting job; it would not release one either, so finish a rolling
+    // deploy before enqueueing flows.
+    sql: `
+ALTER TABLE {{schema}}.jobs DROP CONSTRAINT IF EXISTS jobs_state_check;
+ALTER TABLE {{schema}}.jobs ADD CONSTRAINT jobs_state_check
+  CHECK (state IN ('waiting', 'pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS dependencies_left integer;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS on_dependency_failure text;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS node text;
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS has_dependents boolean;
+CREATE TABLE IF NOT EXISTS {{schema}}.job_dependencies (
+  depends_on bigint NOT NULL,
+  job_id     bigint NOT NULL,
+  PRIMARY KEY (depends_on, job_id)
+);
+CREATE INDEX IF NOT EXISTS job_dependencies_job_idx ON {{schema}}.job_dependencies (job_id, depends_on);
+CREATE OR REPLACE FUNCTION {{schema}}.jobs_forget_dependencies() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM {{schema}}.job_dependencies e USING old_rows o
+  WHERE o.on_dependency_failure IS NOT NULL AND e.job_id = o.id;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS jobs_forget_dependencies ON {{schema}}.jobs;
+CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_forget_dependencies();
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -39,6 +39,7 @@ import { NOW } from "./sql/fragments.js";
 export * from "./sql/admin.js";
 export * from "./sql/awaited.js";
 export * from "./sql/counts.js";
+export * from "./sql/dependencies.js";
 export * from "./sql/flow.js";
 export { NOW } from "./sql/fragments.js";
 export * from "./sql/jobs.js";

@@ -81,6 +81,9 @@ export async function stats(db: Db): Promise<QueueStats[]> {
         s.pending = n - s.delayed;
         s.oldestPendingMs = r.oldest_ms === null ? null : Math.max(0, Number(r.oldest_ms));
         break;
+      case "waiting":
+        s.waiting = n;
+        break;
       case "running":
         s.running = n;
         break;

@@ -31,6 +31,7 @@ import type {
   FlowStatus,
   InsertResult,
   JobFilter,
+  JobLinks,
   JobPage,
   Lease,
   LeaseStatus,
@@ -61,6 +62,7 @@ import {
   trackClients,
 } from "./connection.js";
 import { createDb, type Db } from "./db.js";
+import { jobLinks } from "./dependencies.js";
 import * as flowOps from "./flow.js";
 import { insertJobs } from "./insert.js";
 import * as leases from "./leases.js";
@@ -220,6 +222,10 @@ export class PostgresStore implements Store {
 
   getJob(id: string): Promise<JobRecord | null> {
     return reads.getJob(this.db, id);
+  }
+
+  getJobLinks(id: string): Promise<JobLinks> {
+    return jobLinks(this.db, String(id));
   }
 
   listJobs(filter: JobFilter): Promise<JobPage> {

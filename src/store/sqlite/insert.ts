@@ -6,9 +6,11 @@
  */
 import { ValidationError } from "../../errors.js";
 import { newJobRecord } from "../common.js";
+import { needsDependencyPlan } from "../dependency-plan.js";
 import type { InsertResult, NewJob } from "../types.js";
 import { holderAction, replacementRunAt } from "../unique.js";
 import type { Connection } from "./connection.js";
+import { readDependencies, writeDependencies } from "./dependencies.js";
 import { FLOW_SET_KEY } from "./flow-queries.js";
 import type { Db, Statements } from "./handle.js";
 import {
@@ -53,6 +55,9 @@ const LARGEST_CHUNK = INSERT_JOB_CHUNK_SIZES[0];
 export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): InsertResult[] {
   if (jobs.length === 0) return [];
   const now = statements.now(db);
+  // Dependencies are read (and checked) before any write, and written after the rows.
+  const q = (sql: string) => statements.get(db, sql);
+  const existing = needsDependencyPlan(jobs) ? readDependencies(q, jobs) : null;
   const results: InsertResult[] = new Array(jobs.length);
   const payloads: string[] = new Array(jobs.length);
   const runAts: number[] = new Array(jobs.length);
@@ -155,6 +160,7 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
   insertWaiting();
   setFlowKeys(db, statements, jobs, results);
   setTraceContexts(db, statements, jobs, results);
+  if (existing) writeDependencies(q, jobs, results, existing, now);
   return results;
 }
 

@@ -14,6 +14,7 @@ import type { JobLogLine } from "../../job.js";
 import { attemptFromOutcome, outcomeTransition } from "../common.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, TxHandle } from "../types.js";
 import { type Connection, closedError, storeBusy } from "./connection.js";
+import { resolveDependents } from "./dependencies.js";
 import { isQueuePaused } from "./pauses.js";
 import * as Q from "./queries.js";
 import { type ClaimRow, claimedFromRow, parseId, toJson } from "./rows.js";
@@ -24,6 +25,7 @@ interface HeldRow {
   attempt: number;
   started_at: number | null;
   cancel_requested: number;
+  has_dependents: number;
 }
 
 interface Transactions {
@@ -53,6 +55,7 @@ function transactions(c: Connection): Transactions {
       const applied = outcomes.map((outcome) => {
         const done = applyOutcome(c, outcome, now);
         if (done?.state === "pending") wake.add(done.queue);
+        for (const queue of done?.woken ?? []) wake.add(queue);
         return done !== null;
       });
       return { applied, wake };
@@ -65,9 +68,15 @@ function transactions(c: Connection): Transactions {
         const id = parseId(lease.id);
         if (id === null) continue;
         const row = give.get({ id, token: lease.leaseToken, now }) as
-          | { queue: string; state: string }
+          | { id: number; queue: string; state: string; has_dependents: number }
           | undefined;
-        if (row) returned.push(row);
+        if (!row) continue;
+        returned.push(row);
+        // A cancel requested meanwhile ended it: its dependents are resolved with it.
+        if (row.state === "cancelled" && row.has_dependents) {
+          for (const queue of resolveDependents((sql) => c.q(sql), [row], now))
+            returned.push({ queue, state: "pending" });
+        }
       }
       return returned;
     }),
@@ -129,7 +138,11 @@ export function finishJobs(c: Connection, outcomes: Outcome[]): { applied: boole
  * Applies one outcome if its lease is still held (inside the caller's transaction), with the
  * same transition and history entry as the memory store. Null when fenced off.
  */
-function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: string; queue: string } | null {
+function applyOutcome(
+  c: Connection,
+  outcome: Outcome,
+  now: number,
+): { state: string; queue: string; woken?: string[] } | null {
   const id = parseId(outcome.id);
   if (id === null) return null;
   if (outcome.kind === "completed" && !outcome.error && !outcome.logs && typeof outcome.worker === "string") {
@@ -170,7 +183,12 @@ function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: st
     record,
     completedBy: implicit ? outcome.worker : null,
   });
-  return { state: t.state, queue: held.queue };
+  // Only a job with dependents (FINISH_COMPLETED leaves those here) resolves them, in this transaction.
+  const woken =
+    held.has_dependents && t.state !== "pending"
+      ? resolveDependents((sql) => c.q(sql), [{ id, state: t.state }], now)
+      : undefined;
+  return { state: t.state, queue: held.queue, woken };
 }
 
 /**
@@ -187,7 +205,7 @@ export function completeInTransaction<T>(
   worker: string,
   fn: (tx: TxHandle) => Promise<T> | T,
   logs?: () => JobLogLine[] | undefined,
-): Promise<{ applied: boolean; value?: T }> {
+): Promise<{ applied: boolean; value?: T; woken?: string[] }> {
   return c.gate.hold(async (within) => {
     if (c.closed) throw closedError();
     if (c.db.inTransaction) throw storeBusy("completeInTransaction");
@@ -215,7 +233,8 @@ export function completeInTransaction<T>(
         return { applied: false };
       }
       c.db.exec(Q.COMMIT);
-      return { applied: true, value };
+      // Dependents released by this completion: the store wakes their queues (store.ts).
+      return done.woken?.length ? { applied: true, value, woken: done.woken } : { applied: true, value };
     } catch (err) {
       if (c.db.open && c.db.inTransaction) c.db.exec(Q.ROLLBACK);
       throw err;

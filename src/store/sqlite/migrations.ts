@@ -14,6 +14,8 @@ import { MIGRATION_RECORD, MIGRATION_VERSION } from "./queries.js";
 export interface Migration {
   version: number;
   name: string;
+  /** Run first, when a change needs more than SQL (a table rebuilt from its own stored schema). */
+  before?: (db: Connection["db"]) => void;
   sql: string;
 }
 
@@ -238,10 +240,78 @@ CREATE INDEX errand_ledger_global_idx ON errand_ledger (created_at) WHERE scope 
 CREATE TRIGGER errand_jobs_ledger_delete AFTER DELETE ON errand_jobs
 BEGIN
   DELETE FROM errand_ledger WHERE scope = CAST(old.id AS TEXT);
+`,
+  },
+  {
+    version: 9,
+    name: "dependencies: the waiting state, dependency counters and edges",
+    // A job with unfinished dependencies is 'waiting' (store/dependency-plan.ts): outside the
+    // claim index, so claims never see it. The state's CHECK constraint of version 1 does not
+    // allow it, and SQLite cannot alter a constraint: `widenStateCheck` rebuilds errand_jobs
+    // from its own stored schema (whatever columns later versions added), copies the rows,
+    // restores its indexes, triggers and AUTOINCREMENT counter (ids are never reused). On a
+    // large file this copies the whole table once, inside the migration's transaction.
+    // has_dependents flags the jobs whose finish must resolve dependents (the others skip that
+    // work); dependencies_left counts a waiting job's unfinished dependencies.
+    before: widenStateCheck,
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN dependencies_left INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE errand_jobs ADD COLUMN on_dependency_failure TEXT;
+ALTER TABLE errand_jobs ADD COLUMN node TEXT;
+ALTER TABLE errand_jobs ADD COLUMN has_dependents INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE errand_job_dependencies (
+  depends_on INTEGER NOT NULL,
+  job_id     INTEGER NOT NULL,
+  PRIMARY KEY (depends_on, job_id)
+) WITHOUT ROWID;
+CREATE INDEX errand_job_dependencies_job_idx ON errand_job_dependencies (job_id, depends_on);
+-- A deleted dependent (pruned, discarded) takes its edges along; other jobs skip this at once.
+CREATE TRIGGER errand_jobs_forget_dependencies AFTER DELETE ON errand_jobs
+WHEN OLD.on_dependency_failure IS NOT NULL
+BEGIN
+  DELETE FROM errand_job_dependencies WHERE job_id = OLD.id;
 END;
 `,
   },
 ];
+
+const NARROW_STATES = "CHECK (state IN ('pending', 'running', 'completed', 'failed', 'cancelled'))";
+const WIDE_STATES = "CHECK (state IN ('waiting', 'pending', 'running', 'completed', 'failed', 'cancelled'))";
+
+/** Rebuilds errand_jobs with 'waiting' allowed by its state CHECK (migration 9). */
+function widenStateCheck(db: Connection["db"]): void {
+  const schema = (name: string, type: string) =>
+    db
+      .prepare("SELECT name, sql FROM sqlite_schema WHERE type = ? AND tbl_name = ? AND sql IS NOT NULL")
+      .all(type, name) as {
+      name: string;
+      sql: string;
+    }[];
+  const [table] = schema("errand_jobs", "table");
+  if (!table || table.sql.includes(WIDE_STATES)) return;
+  if (!table.sql.includes(NARROW_STATES)) {
+    throw new Error("errand_jobs has an unexpected state constraint; cannot add the 'waiting' state");
+  }
+  const indexes = schema("errand_jobs", "index");
+  const triggers = schema("errand_jobs", "trigger");
+  const seq = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'errand_jobs'").get() as
+    | { seq: number }
+    | undefined;
+  db.exec(
+    table.sql
+      .replace(NARROW_STATES, WIDE_STATES)
+      .replace(/^CREATE TABLE\s+"?errand_jobs"?/, "CREATE TABLE errand_jobs_widened"),
+  );
+  db.exec("INSERT INTO errand_jobs_widened SELECT * FROM errand_jobs");
+  db.exec("DROP TABLE errand_jobs");
+  db.exec("ALTER TABLE errand_jobs_widened RENAME TO errand_jobs");
+  for (const { sql } of [...indexes, ...triggers]) db.exec(sql);
+  if (seq) {
+    // The copy set the counter to the highest id left; ids of pruned jobs above it stay used.
+    db.prepare("DELETE FROM sqlite_sequence WHERE name = 'errand_jobs'").run();
+    db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('errand_jobs', ?)").run(seq.seq);
+  }
+}
 
 /** The newest schema version this code knows. */
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
@@ -259,6 +329,7 @@ export function migrate(c: Connection): void {
       if (current >= LATEST_VERSION) return;
       for (const migration of MIGRATIONS) {
         if (migration.version <= current) continue;
+        migration.before?.(c.db);
         c.db.exec(migration.sql);
         c.q(MIGRATION_RECORD).run(migration.version, migration.name);
       }

@@ -119,7 +119,7 @@ function listQuery(filters: string[]): string {
  * every insert).
  */
 function listByQueueQuery(extra: string[]): string {
-  const states = ["pending", "completed", "failed", "cancelled"];
+  const states = ["waiting", "pending", "completed", "failed", "cancelled"];
   const newest = (from: string, where: string[]) =>
     `SELECT * FROM (SELECT id FROM ${from} WHERE ${[...where, ...extra, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit)`;
   const parts = [
@@ -198,11 +198,11 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
     progress = NULL,
     cancel_requested = 0
 WHERE id = @id AND lease_token = @token AND state = 'running'
-RETURNING queue, state`;
+RETURNING id, queue, state, has_dependents`;
 
 /** Fenced read of what finishing a job needs. */
 export const SELECT_HELD = `
-SELECT id, queue, attempt, started_at, cancel_requested FROM errand_jobs
+SELECT id, queue, attempt, started_at, cancel_requested, has_dependents FROM errand_jobs
 WHERE id = ? AND lease_token = ? AND state = 'running'`;
 
 /**
@@ -229,8 +229,9 @@ WHERE id = @id AND lease_token = @token AND state = 'running'`;
 /**
  * A plain completion (no error) in one statement, no read first: the common case of FINISH_JOB
  * with its history entry implicit (@worker in completed_by). A cancel request does not matter
- * to a completion. No change: not held (or no start time to rebuild the entry from) — the
- * caller then takes the general path, which reads the row.
+ * to a completion. No change: not held (or no start time to rebuild the entry from, or
+ * dependents to resolve: dependencies.ts) — the caller then takes the general path, which
+ * reads the row.
  */
 export const FINISH_COMPLETED = `
 UPDATE errand_jobs
@@ -241,7 +242,7 @@ SET state = 'completed',
     locked_until = NULL,
     cancel_requested = 0,
     completed_by = @worker
-WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL`;
+WHERE id = @id AND lease_token = @token AND state = 'running' AND started_at IS NOT NULL AND has_dependents = 0`;
 
 export const SET_PROGRESS = `
 UPDATE errand_jobs SET progress = ?
@@ -249,7 +250,7 @@ WHERE id = ? AND lease_token = ? AND state = 'running'`;
 
 /** Running jobs whose lease expired: a range of errand_jobs_lease_idx. */
 export const SELECT_EXPIRED = `
-SELECT id, queue, name, attempt, max_attempts, started_at, locked_by, cancel_requested
+SELECT id, queue, name, attempt, max_attempts, started_at, locked_by, cancel_requested, has_dependents
 FROM errand_jobs INDEXED BY errand_jobs_lease_idx
 WHERE state = 'running' AND locked_until < ?`;
 
@@ -269,7 +270,8 @@ WHERE id = @id AND state = 'running'`;
 
 export const CANCEL_PENDING = `
 UPDATE errand_jobs SET state = 'cancelled', finished_at = ${NOW}
-WHERE id = ? AND state = 'pending'`;
+WHERE id = ? AND state IN ('pending', 'waiting')
+RETURNING has_dependents`;
 
 export const REQUEST_CANCEL =
   "UPDATE errand_jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'";

@@ -34,7 +34,7 @@ queues(queue) AS (
  */
 export const STATS_BY_STATE = `
 WITH RECURSIVE ${QUEUES_CTE},
-states(state) AS (VALUES ('pending'), ('completed'), ('failed'), ('cancelled'))
+states(state) AS (VALUES ('waiting'), ('pending'), ('completed'), ('failed'), ('cancelled'))
 SELECT q.queue, s.state,
        (SELECT count(*) FROM errand_jobs WHERE queue = q.queue AND state = s.state AND state <> 'running') AS n
 FROM queues q, states s

@@ -32,6 +32,7 @@ import type {
   FlowStatus,
   InsertResult,
   JobFilter,
+  JobLinks,
   JobPage,
   Lease,
   LeaseStatus,
@@ -50,6 +51,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import { Connection, type ConnectionOptions, closedError } from "./connection.js";
+import { jobLinks } from "./dependencies.js";
 import * as flowOps from "./flow.js";
 import type { Db } from "./handle.js";
 import * as insert from "./insert.js";
@@ -217,8 +219,9 @@ export class SqliteStore implements Store {
     logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
     try {
-      const done = await leases.completeInTransaction(this.c, lease, worker, fn, logs);
+      const { woken, ...done } = await leases.completeInTransaction(this.c, lease, worker, fn, logs);
       if (done.applied) this.notifier.finished([lease.id]);
+      if (woken) this.notifier.notifyEach(woken);
       return done;
     } finally {
       this.notifier.flushDeferred();
@@ -261,6 +264,10 @@ export class SqliteStore implements Store {
   }
 
   // ── operator actions ─────────────────────────────────────────────────────────────────────
+
+  getJobLinks(id: string): Promise<JobLinks> {
+    return this.c.run(() => jobLinks((sql) => this.c.q(sql), id));
+  }
 
   cancelJob(id: string): Promise<JobRecord | null> {
     return this.c.run(() => {

@@ -6,6 +6,7 @@
 import type { AttemptRecord, JobRecord } from "../../job.js";
 import type { PruneRequest, RescuedJob } from "../types.js";
 import type { Connection } from "./connection.js";
+import { resolveDependents } from "./dependencies.js";
 import * as Q from "./queries.js";
 import { type JobRow, jobFromRow, parseId } from "./rows.js";
 
@@ -18,6 +19,7 @@ interface ExpiredRow {
   started_at: number | null;
   locked_by: string | null;
   cancel_requested: number;
+  has_dependents: number;
 }
 
 /**
@@ -54,6 +56,8 @@ export function rescueExpiredLeases(c: Connection): RescuedJob[] {
           lastError: record.error,
           record: JSON.stringify(record),
         });
+        if (state !== "pending" && row.has_dependents)
+          resolveDependents((sql) => c.q(sql), [{ id: row.id, state }], now);
         return { id: String(row.id), queue: row.queue, name: row.name, state, attempt: row.attempt };
       });
     })
@@ -79,7 +83,10 @@ export function cancelJob(c: Connection, id: string): JobRecord | null {
   if (n === null) return null;
   return c.db
     .transaction(() => {
-      if (c.q(Q.CANCEL_PENDING).run(n).changes === 0) c.q(Q.REQUEST_CANCEL).run(n);
+      const cancelled = c.q(Q.CANCEL_PENDING).get(n) as { has_dependents: number } | undefined;
+      if (!cancelled) c.q(Q.REQUEST_CANCEL).run(n);
+      else if (cancelled.has_dependents)
+        resolveDependents((sql) => c.q(sql), [{ id: n, state: "cancelled" }], c.now());
       const row = c.q(Q.SELECT_JOB).get(n) as JobRow | undefined;
       return row ? jobFromRow(row) : null;
     })

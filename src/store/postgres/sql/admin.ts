@@ -7,15 +7,15 @@ import { JOB_COLUMNS, JOBS, ms, NOW, notifyQueues } from "./fragments.js";
 export const CANCEL_JOB = `
 WITH updated AS (
   UPDATE ${JOBS}
-  SET state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
-      finished_at = CASE WHEN state = 'pending' THEN ${NOW} ELSE finished_at END,
+  SET state = CASE WHEN state IN ('pending', 'waiting') THEN 'cancelled' ELSE state END,
+      finished_at = CASE WHEN state IN ('pending', 'waiting') THEN ${NOW} ELSE finished_at END,
       cancel_requested = CASE WHEN state = 'running' THEN true ELSE cancel_requested END
-  WHERE id = $1 AND state IN ('pending', 'running')
-  RETURNING ${JOB_COLUMNS}
+  WHERE id = $1 AND state IN ('waiting', 'pending', 'running')
+  RETURNING ${JOB_COLUMNS}, has_dependents
 )
 SELECT * FROM updated
 UNION ALL
-SELECT ${JOB_COLUMNS} FROM ${JOBS} WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)`;
+SELECT ${JOB_COLUMNS}, false FROM ${JOBS} WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM updated)`;
 
 /**
  * → pending now, attempt budget reset, history kept. $1 ids: failed or cancelled ones; null: the

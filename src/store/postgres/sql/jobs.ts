@@ -81,7 +81,7 @@ export const INSERT_JOBS = insertJobs(false);
 /** INSERT_JOBS for a chunk holding traced jobs: the trace contexts as one more array ($9). */
 export const INSERT_TRACED_JOBS = insertJobs(true);
 
-/** The jobs holding (queue, key) pairs (migrations.ts version 6): $1 queues, $2 keys. */
+/** The jobs holding (queue, key) pairs (migrations.ts version 7): $1 queues, $2 keys. */
 export const SELECT_JOBS_BY_KEYS = `
 SELECT ${JOB_COLUMNS}
 FROM ${JOBS}

@@ -94,9 +94,9 @@ WITH returned AS (
       locked_by = NULL, locked_until = NULL, progress = NULL, cancel_requested = false
   FROM unnest(${opaque("$1::bigint[]")}, ${opaque("$2::int[]")}) AS u(id, token)
   WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}
-  RETURNING j.queue, j.state
+  RETURNING j.id, j.queue, j.state, j.has_dependents
 )
-SELECT r.queue, r.state, ${notifyQueues("returned WHERE state = 'pending'")} AS notified FROM returned r`;
+SELECT r.id, r.queue, r.state, r.has_dependents, ${notifyQueues("returned WHERE state = 'pending'")} AS notified FROM returned r`;
 
 /** A cancel was requested while the job ran and the outcome is not "completed": it ends cancelled. */
 const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";
@@ -135,7 +135,7 @@ const IMPLICIT =
  * This shape, both states: Nested Loop (Function Scan → Index Scan jobs_pkey, 500 loops, 1,856
  * buffers), 7.6-7.8 ms; 14.2 buffers and 14.2-14.6 µs/job over a run in both states.
  */
-export const FINISH_JOBS = `
+const finishJobs = (linked: boolean) => `
 WITH u AS (
   SELECT u.*,
          CASE WHEN u.kind IN ('retry', 'snoozed', 'released') THEN 'pending' ELSE u.kind END AS to_state,
@@ -166,10 +166,18 @@ WITH u AS (
       result = CASE WHEN u.kind = 'completed' THEN u.result::jsonb ELSE j.result END,
       locked_by = NULL, locked_until = NULL, cancel_requested = false
   FROM u
-  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}
-  RETURNING j.id, u.token, j.queue, j.state
+  WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}${linked ? "" : " AND j.has_dependents IS NOT TRUE"}
+  RETURNING j.id, u.token, j.queue, j.state, j.has_dependents
 )
-SELECT f.id, f.token, f.queue, f.state, ${notifyQueues("finished WHERE state = 'pending'")} AS notified FROM finished f`;
+SELECT f.id, f.token, f.queue, f.state, f.has_dependents, ${notifyQueues("finished WHERE state = 'pending'")} AS notified FROM finished f`;
+
+/**
+ * FINISH_JOBS skips the jobs that have dependents (has_dependents: the finish must resolve them
+ * in its transaction); leases.ts finishes those with FINISH_JOBS_LINKED in a transaction that
+ * also runs RESOLVE_DEPENDENTS. A job without dependents pays one boolean test.
+ */
+export const FINISH_JOBS = finishJobs(false);
+export const FINISH_JOBS_LINKED = finishJobs(true);
 
 /**
  * FINISH_JOBS for a batch of plain completions only (kind "completed", no error, a worker): what
@@ -181,7 +189,7 @@ SELECT f.id, f.token, f.queue, f.state, ${notifyQueues("finished WHERE state = '
  * Opaque arrays and state, as FINISH_JOBS. bench/hot-plans.ts (50,000 jobs, batches of 500), both
  * states (never analyzed, analyzed while every job was pending), first batch (custom plan) and
  * the rest (generic): Nested Loop (Function Scan u → Index Scan jobs_pkey, 500 loops). Figures:
- * bench/NOTES.md finding 13.
+ * bench/NOTES.md finding 13. Jobs with dependents are skipped, as FINISH_JOBS does.
  */
 export const FINISH_COMPLETED = `
 UPDATE ${JOBS} j
@@ -193,7 +201,7 @@ SET state = 'completed', finished_at = ${NOW},
     result = u.result::jsonb,
     locked_by = NULL, locked_until = NULL, cancel_requested = false
 FROM unnest(${["$1::bigint[]", "$2::int[]", "$3::text[]", "$4::text[]"].map(opaque).join(", ")}) AS u(id, token, result, worker)
-WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")}
+WHERE j.id = u.id AND j.lease_token = u.token AND j.state = ${opaque("'running'::text")} AND j.has_dependents IS NOT TRUE
 RETURNING j.id, u.token, j.queue, j.state`;
 
 /** completeInTransaction: locks the job for the transaction if the lease ($1 id, $2 token) is held. */
@@ -235,7 +243,7 @@ WITH expired AS (
   )
   FROM expired e
   WHERE j.id = e.id AND j.state = 'running'
-  RETURNING j.id, j.queue, j.name, j.state, j.attempt
+  RETURNING j.id, j.queue, j.name, j.state, j.attempt, j.has_dependents
 )
 SELECT r.*, ${notifyQueues("rescued WHERE state = 'pending'")} AS notified FROM rescued r`;
 

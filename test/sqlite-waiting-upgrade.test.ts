@@ -1,0 +1,75 @@
+/**
+ * SQLite migration 9 rebuilds errand_jobs so that its state CHECK allows 'waiting' (SQLite cannot
+ * alter a constraint): a database as version 4 left it, holding jobs, is upgraded in place — rows,
+ * indexes and the AUTOINCREMENT counter kept (an id of a pruned job is never given again) — and
+ * then stores waiting jobs.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import Database from "better-sqlite3";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
+import { MIGRATIONS, MIGRATIONS_TABLE_SQL } from "../src/store/sqlite/migrations.js";
+import { tempPath } from "./helpers/sqlite.js";
+
+test("an old database is rebuilt with the waiting state: rows, indexes and ids kept", async (t) => {
+  const path = await tempPath(t);
+  const db = new Database(path);
+  db.exec(MIGRATIONS_TABLE_SQL);
+  for (const m of MIGRATIONS.filter((m) => m.version <= 4)) {
+    db.exec(m.sql);
+    db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
+      m.version,
+      m.name,
+    );
+  }
+  const insert = db.prepare(
+    "INSERT INTO errand_jobs (queue, name, state, max_attempts, run_at, payload, created_at, flow_key) VALUES ('q', 'old', ?, 3, 0, '{\"n\":1}', 0, ?)",
+  );
+  insert.run("pending", null);
+  insert.run("completed", "k");
+  insert.run("failed", null);
+  db.prepare("DELETE FROM errand_jobs WHERE id = 3").run(); // pruned: id 3 must never come back
+  const indexes = () =>
+    db
+      .prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'errand_jobs' AND sql IS NOT NULL ORDER BY name",
+      )
+      .pluck()
+      .all();
+  const before = indexes();
+  assert.throws(
+    () => db.prepare("UPDATE errand_jobs SET state = 'waiting' WHERE id = 1").run(),
+    /CHECK constraint/,
+  );
+  db.close();
+
+  const store = openSqliteStore({ path });
+  t.after(() => store.close());
+  await store.migrate();
+  const [a, b] = [await store.getJob("1"), await store.getJob("2")];
+  assert.equal(a?.state, "pending");
+  assert.deepEqual(a?.payload, { n: 1 });
+  assert.equal(b?.state, "completed");
+  const [w] = await store.insertJobs([
+    {
+      queue: "q",
+      name: "new",
+      payload: {},
+      priority: 0,
+      maxAttempts: 3,
+      dependencies: { ids: ["1"], rows: [], onFailure: "fail" },
+    },
+  ]);
+  assert.equal(w.job.id, "4", "ids continue after the pruned job's");
+  assert.equal(w.job.state, "waiting");
+  const check = new Database(path, { readonly: true });
+  t.after(() => check.close());
+  const after = check
+    .prepare(
+      "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'errand_jobs' AND sql IS NOT NULL ORDER BY name",
+    )
+    .pluck()
+    .all();
+  assert.deepEqual(after, before, "every index of the table is back");
+  assert.equal(check.prepare("SELECT flow_key FROM errand_jobs WHERE id = 2").pluck().get(), "k");
+});
