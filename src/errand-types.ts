@@ -36,7 +36,10 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Idempotency key: a job of this queue with the same key is returned instead of a new one. */
   key?: string;
-  /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
+  /**
+   * The caller's transaction: a node-postgres client inside BEGIN, a better-sqlite3 Database, or
+   * an ORM's transaction through fromDrizzle, fromKysely, fromKnex or fromPrisma.
+   */
   tx?: TxHandle;
 }
 

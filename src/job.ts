@@ -46,7 +46,7 @@ export interface RunningJob {
   createdAt: Date;
 }
 
-/** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
+/** A transaction handle of the caller's: a node-postgres client, a better-sqlite3 Database, or an ORM adapter's (src/orm/). */
 export type TxHandle = unknown;
 
 /** What a handler receives besides its payload. */
