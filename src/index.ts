@@ -27,6 +27,10 @@ export { ErrandError, JobTimeoutError, PermanentError, RetryableError, Validatio
 export type { FlowKeyFn, FlowOptions } from "./flow.js";
 export type { FetchHandler, HttpOptions } from "./http/app.js";
 export { createFetchHandler } from "./http/app.js";
+export type { FastifyScope } from "./http/fastify.js";
+export { toFastifyPlugin } from "./http/fastify.js";
+export type { HonoContextLike } from "./http/hono.js";
+export { toHonoHandler } from "./http/hono.js";
 export { toNodeHandler } from "./http/node.js";
 export { assertServeSafety } from "./http/security.js";
 export type { TickHandlerOptions } from "./http/tick.js";
