@@ -10,10 +10,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "errand";
-import { port } from "../jobs.js";
-import * as dashboardRoute from "./app/admin/jobs/[[...path]]/route.js";
-import * as tickRoute from "./app/api/cron/tick/route.js";
-import { getErrand } from "./lib/errand.js";
+import { port } from "../jobs";
+import * as dashboardRoute from "./app/admin/jobs/[[...path]]/route";
+import * as tickRoute from "./app/api/cron/tick/route";
+import { getErrand } from "./lib/errand";
 
 type Handler = (request: Request) => Promise<Response>;
 /** What Next.js reads from a route module: a handler per HTTP method (and settings like `runtime`). */

@@ -3,7 +3,7 @@
  * request, not when Next.js loads the module (`next build` loads route modules too).
  */
 import { createFetchHandler, createTickHandler, type Errand, openErrand } from "errand";
-import { jobs } from "../../jobs.js";
+import { jobs } from "../../jobs";
 
 let opening: Promise<Errand> | undefined;
 

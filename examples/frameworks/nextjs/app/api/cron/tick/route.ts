@@ -1,5 +1,5 @@
 /** app/api/cron/tick/route.ts: the tick endpoint, for Vercel Cron (GET) or any scheduler (POST). */
-import { tick } from "../../../../lib/errand.js";
+import { tick } from "../../../../lib/errand";
 
 export const runtime = "nodejs";
 export const dynamic = "force-dynamic";
