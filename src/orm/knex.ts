@@ -6,6 +6,7 @@
  *     await errand.enqueue(sendEmail, { userId: user.id }, { tx: fromKnex(trx) });
  *   });
  */
+import { ValidationError } from "../errors.js";
 import type { TxHandle } from "../job.js";
 import { notATransaction, OrmTransaction, type Statement, type StatementResult } from "./transaction.js";
 
@@ -38,11 +39,13 @@ export function fromKnex(trx: object): TxHandle {
     // After commit or rollback the connection is back in the pool: a statement on it would
     // store the job outside any transaction.
     if (t.isCompleted?.()) {
-      throw new Error("fromKnex: the Knex transaction has already been committed or rolled back");
+      throw new ValidationError("fromKnex: the Knex transaction has already been committed or rolled back");
     }
     const connection = (await t.client?.acquireConnection?.()) as PgConnection | undefined;
     if (typeof connection?.query !== "function") {
-      throw new Error("fromKnex: the Knex transaction is not on the pg driver (errand's PostgreSQL store)");
+      throw new ValidationError(
+        "fromKnex: the Knex transaction is not on the pg driver (errand's PostgreSQL store needs a pg connection)",
+      );
     }
     return connection.query(statement);
   });
