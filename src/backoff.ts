@@ -7,8 +7,12 @@ export type Backoff = { base?: Duration; max?: Duration; jitter?: number } | Dur
 
 export const DEFAULT_BACKOFF = { base: 1000, max: 15 * 60_000, jitter: 0.2 } as const;
 
-/** A compiled backoff: the delay before retry after failed attempt `attempt` (1-based). */
-export type BackoffFn = (attempt: number) => number;
+/**
+ * A compiled backoff: the delay before retry after failed attempt `attempt` (1-based). `random`
+ * draws the jitter (default: the one given to compileBackoff, Math.random); errand/testing
+ * passes a seeded one so a test's retry times repeat run after run.
+ */
+export type BackoffFn = (attempt: number, random?: () => number) => number;
 
 export function compileBackoff(backoff: Backoff | undefined, random: () => number = Math.random): BackoffFn {
   if (Array.isArray(backoff)) {
@@ -23,9 +27,9 @@ export function compileBackoff(backoff: Backoff | undefined, random: () => numbe
   const jitter = backoff?.jitter ?? DEFAULT_BACKOFF.jitter;
   if (!(jitter >= 0 && jitter <= 1))
     throw new ValidationError(`backoff.jitter must be between 0 and 1, got ${jitter}`);
-  return (attempt) => {
+  return (attempt, draw = random) => {
     const exponential = Math.min(max, base * 2 ** Math.min(Math.max(attempt, 1) - 1, 52));
-    const spread = exponential * jitter * (random() * 2 - 1);
+    const spread = exponential * jitter * (draw() * 2 - 1);
     return Math.max(0, Math.min(max, Math.round(exponential + spread)));
   };
 }

@@ -55,11 +55,23 @@ export class Errand extends ErrandOperations {
   /** Cron schedules: defined here, synced to the store, fired by workers and ticks. */
   readonly scheduler: Scheduler = new Scheduler(this);
   private closed = false;
+  /** Draws backoff jitter for this errand's workers when set (errand/testing: seeded). */
+  private readonly random: (() => number) | undefined;
+  /** The definitions as workers see them when `random` is set (workerJob). */
+  private readonly drawingFromRandom = new Map<AnyJobDefinition, AnyJobDefinition>();
 
-  constructor(store: Store, options: OpenErrandOptions & { ownsStore: boolean }) {
+  constructor(
+    store: Store,
+    options: OpenErrandOptions & {
+      ownsStore: boolean;
+      /** Internal (errand/testing): the jitter source of every job's backoff, instead of Math.random. */
+      random?: () => number;
+    },
+  ) {
     super();
     this.store = store;
     this.ownsStore = options.ownsStore;
+    this.random = options.random;
     this.log = checkLogger(options.logger) ?? createLogger();
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
@@ -304,11 +316,28 @@ export class Errand extends ErrandOperations {
       events: this,
       logPayloads: this.logPayloads,
       payloadLimit: this.payloadLimit,
-      findJob: (name) => this.jobs.get(name),
+      findJob: (name) => this.workerJob(name),
       knownJobNames: () => this.jobNames,
       flowLimits: (queue) => queueFlowLimits(queue, [...this.jobs.values()]),
       maintenance: this.maintenance.length > 0 ? () => this.runMaintenance() : undefined,
     };
+  }
+
+  /**
+   * A registered definition as workers run it. With `random` set, a copy whose backoff draws its
+   * jitter from it: definitions are made (and their backoff compiled with Math.random) by the
+   * application before any test errand exists.
+   */
+  private workerJob(name: string): AnyJobDefinition | undefined {
+    const def = this.jobs.get(name);
+    const random = this.random;
+    if (!def || !random) return def;
+    let drawing = this.drawingFromRandom.get(def);
+    if (!drawing) {
+      drawing = Object.freeze({ ...def, backoff: (attempt: number) => def.backoff(attempt, random) });
+      this.drawingFromRandom.set(def, drawing);
+    }
+    return drawing;
   }
 
   /**

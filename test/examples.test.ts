@@ -81,3 +81,24 @@ test("examples/demo/jobs.ts: its send-email and build-report jobs run (build-rep
     await errand.close();
   }
 });
+
+test("examples/testing/shop.test.ts: the application's own tests pass with errand/testing, as a user runs them", async () => {
+  // Without the runner's NODE_TEST_CONTEXT the child reports in TAP, as on a user's terminal.
+  const userEnv: NodeJS.ProcessEnv = { ...env };
+  delete userEnv.NODE_TEST_CONTEXT;
+  const { stdout } = await run(
+    process.execPath,
+    ["--import", "tsx", "--test", "--test-reporter=tap", "examples/testing/shop.test.ts"],
+    { env: userEnv, timeout: 120_000 },
+  );
+  const passed = [...stdout.matchAll(/^ok \d+ - (.*)$/gm)].map((m) => m[1]);
+  for (const name of [
+    "a charge the provider keeps refusing is tried three times with backoff, then dead-lettered",
+    "the daily sales report runs at 09:00 Berlin time on both sides of the spring DST change",
+    "the 02:30 clean-up runs once a night through both DST changes (the skipped and the doubled hour)",
+  ]) {
+    assert.ok(passed.includes(name), `${name}:\n${stdout}`);
+  }
+  assert.match(stdout, /^# fail 0$/m);
+  assert.match(stdout, /^# pass 5$/m);
+});

@@ -121,3 +121,36 @@ test("the same app.mjs on PostgreSQL, with the README's ERRAND_URL form", { skip
     await admin.end();
   }
 });
+
+test("errand/testing resolves from the installed package: a job retried on its fake clock, no waiting", async () => {
+  writeFileSync(
+    join(app, "testing.mjs"),
+    `import { defineJob } from "errand";
+import { createTestErrand } from "errand/testing";
+import { z } from "zod";
+
+const t = await createTestErrand({ now: "2026-01-01T00:00:00Z", jitter: false });
+let runs = 0;
+const flaky = defineJob({
+  name: "flaky",
+  schema: z.object({}),
+  backoff: { base: "1h", max: "1d" },
+  run() {
+    if (++runs < 3) throw new Error("not yet");
+  },
+});
+await t.errand.enqueue(flaky, {});
+await t.drain({ untilIdle: true });
+t.expectEnqueued(flaky, undefined, { count: 1 });
+console.log(runs, t.clock.now().toISOString());
+await t.close();
+`,
+  );
+  const { stdout } = await exec(process.execPath, ["testing.mjs"], {
+    cwd: app,
+    env: userEnv,
+    timeout: 60_000,
+  });
+  // Retried after 1 h, then after 2 h more: the third run at 03:00 on the fake clock.
+  assert.equal(stdout.trim(), "3 2026-01-01T03:00:00.000Z");
+});

@@ -24,6 +24,8 @@ export interface ProducerHost {
   /** A bounded run's claim budget: takes up to `wanted`, gives back what was not used. */
   reserveClaims(wanted: number): number;
   returnClaims(unused: number): void;
+  /** A bounded run past its deadline: nothing more is claimed. */
+  readonly claimTimeUp: boolean;
   /** Runs one claimed job in a slot of `producer`; resolves when the slot is free. */
   run(job: ClaimedJob, producer: Producer): Promise<void>;
   /** Test signal: the producer found fewer jobs than it asked for and waits. */
@@ -201,6 +203,9 @@ export class Producer {
       const room = this.concurrency + this.ahead - this.busy - this.buffer.length;
       // Refill when the buffer is down to half the read-ahead (empty, without read-ahead).
       if (room <= 0 || this.buffer.length > this.ahead / 2) {
+        // A bounded run past its deadline ends here too, not only at a claim: with every slot
+        // held by a handler that does not finish, no claim comes (the stop releases them).
+        if (this.worker.claimTimeUp) break;
         this.signaled = false;
         await this.wait(pollMs);
         continue;

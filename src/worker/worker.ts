@@ -259,6 +259,10 @@ export class Worker implements ProducerHost {
     return this.bounded ? this.bounded.reserve(wanted) : wanted;
   }
 
+  get claimTimeUp(): boolean {
+    return this.bounded !== null && this.bounded.msLeft === 0;
+  }
+
   /** Gives back claims reserved but not used (fewer jobs were due, or the claim failed). */
   returnClaims(unused: number): void {
     this.bounded?.giveBack(unused);

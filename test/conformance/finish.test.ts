@@ -15,6 +15,47 @@ import {
 
 eachStore((it) => {
   describe("finishJobs outcomes", () => {
+    it("completed in one batch: results and worker ids with quotes, backslashes, braces, commas and NULL come back as given", async (store) => {
+      const results: unknown[] = [
+        'say "hi"',
+        'back\\slash \\" end\\',
+        "{a,b}",
+        "NULL",
+        null,
+        { 'k,"}': ["\\", "{", "}", ","] },
+        "",
+        " spaced ",
+      ];
+      const worker = 'w "quoted" \\ {x,y} NULL';
+      for (const _ of results) await insertOne(store);
+      const claimed = await store.claimJobs({
+        queue: "q",
+        limit: results.length,
+        workerId: worker,
+        leaseMs: 60_000,
+      });
+      assert.equal(claimed.length, results.length);
+      const applied = await store.finishJobs(
+        claimed.map((c, i) => ({
+          id: c.id,
+          leaseToken: c.leaseToken,
+          kind: "completed" as const,
+          result: results[i],
+          worker,
+        })),
+      );
+      assert.deepEqual(
+        applied,
+        results.map(() => true),
+      );
+      for (const [i, c] of claimed.entries()) {
+        const done = await mustGet(store, c.id);
+        assert.equal(done.state, "completed");
+        assert.deepEqual(done.result, results[i]);
+        assert.equal(done.attempts.at(-1)?.worker, worker);
+      }
+    });
+
     it("completed: result, finishedAt and a history entry", async (store) => {
       const job = await insertOne(store);
       const c = await claimOne(store, "q", 60_000, "w-done");

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { defineJob, PermanentError, ValidationError } from "../../src/index.js";
 import { testClock } from "../helpers/clock.js";
 import { targets, withErrand } from "../helpers/targets.js";
+import { within } from "../helpers/wait.js";
 
 for (const target of targets) {
   describe(`processJobs on ${target.name}`, { skip: target.skip }, () => {
@@ -100,6 +101,27 @@ for (const target of targets) {
         const after = await errand.getJob(id);
         assert.equal(after?.state, "pending");
         assert.equal(after?.attempts.at(-1)?.outcome, "interrupted");
+      }));
+
+    test("ends at its deadline even when every slot holds a job that does not finish", () =>
+      withErrand(target, async (errand) => {
+        // As many due jobs as slots: the claim loop found no free slot and used to wait for one
+        // forever, past the deadline, so the run (an HTTP tick) never answered.
+        const job = defineJob({
+          name: "stuck",
+          queue: "q",
+          schema: z.object({}),
+          run: () => new Promise<void>(() => {}),
+        });
+        const ids = [(await errand.enqueue(job, {})).id, (await errand.enqueue(job, {})).id];
+        const result = await within(
+          errand.processJobs({ concurrency: 2, timeBudget: 300, finishTimeout: 50 }),
+          20_000,
+          "processJobs to end past its deadline",
+        );
+        assert.equal(result.claimed, 2);
+        assert.equal(result.released, 2);
+        for (const id of ids) assert.equal((await errand.getJob(id))?.state, "pending");
       }));
 
     test("rescues a job a killed tick left running, then runs it in the same call", () => {

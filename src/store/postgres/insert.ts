@@ -223,7 +223,7 @@ export function insertValues(jobs: NewJob[], payloads: string[], chunk: number[]
 }
 
 /** Quotes a text for a Postgres array literal; remembers the last one (a batch repeats its queue and name). */
-function literalQuoter(): (text: string) => string {
+export function literalQuoter(): (text: string) => string {
   let lastText: string | undefined;
   let lastQuoted = "";
   return (text) => {

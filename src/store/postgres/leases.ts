@@ -9,6 +9,7 @@ import { ValidationError } from "../../errors.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
+import { literalQuoter } from "./insert.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
 import { compareIds, isJobId, type Row, toClaimed } from "./rows.js";
@@ -133,19 +134,29 @@ function isPlainCompletion(o: Outcome): boolean {
   return o.kind === "completed" && !o.error && typeof o.worker === "string";
 }
 
-/** FINISH_COMPLETED's arrays. */
-function completionValues(batch: Outcome[]): unknown[] {
-  const ids: string[] = [];
-  const tokens: number[] = [];
-  const results: string[] = [];
-  const workers: string[] = [];
-  for (const o of batch) {
-    ids.push(o.id);
-    tokens.push(o.leaseToken);
-    results.push(serialize(o.result ?? null, `result of job ${o.id}`));
-    workers.push(o.worker as string);
+/**
+ * FINISH_COMPLETED's arrays, as array literals built here (as insert.ts does for the enqueue):
+ * node-postgres's own encoding makes a quoted, regex-escaped string per element and joins them
+ * by concatenation — it was a seventh of what the worker allocated per no-op job (heap sampling
+ * of bench/one-worker.ts, bench/NOTES.md finding 14). Ids and tokens are digits (checked by
+ * chooseOutcomes); a batch repeats its worker and, mostly, its result (`null`).
+ */
+function completionValues(batch: Outcome[]): string[] {
+  const n = batch.length;
+  const ids = new Array<string>(n);
+  const tokens = new Array<number>(n);
+  const results = new Array<string>(n);
+  const workers = new Array<string>(n);
+  const quoteResult = literalQuoter();
+  const quoteWorker = literalQuoter();
+  for (let i = 0; i < n; i++) {
+    const o = batch[i] as Outcome;
+    ids[i] = o.id;
+    tokens[i] = o.leaseToken;
+    results[i] = quoteResult(serialize(o.result ?? null, `result of job ${o.id}`));
+    workers[i] = quoteWorker(o.worker as string);
   }
-  return [ids, tokens, results, workers];
+  return [`{${ids.join(",")}}`, `{${tokens.join(",")}}`, `{${results.join(",")}}`, `{${workers.join(",")}}`];
 }
 
 /** FINISH_JOBS's arrays. */

@@ -4,7 +4,7 @@
  * state read here cannot change before the claim is written.
  */
 
-/** Running jobs of a queue by flow key ("" for none); errand_jobs_queue_state_idx. */
+/** Running jobs of a queue by flow key ("" for none); errand_jobs_lease_idx (it holds the running jobs only). */
 export const FLOW_RUNNING = `
 SELECT coalesce(flow_key, '') AS key, count(*) AS n
 FROM errand_jobs WHERE queue = @queue AND state = 'running'

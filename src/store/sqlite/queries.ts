@@ -14,7 +14,13 @@
  * Without ANALYZE statistics the planner prefers any equality on `state` (errand_jobs_state_idx)
  * to a range on a partial index; where that would scan every finished or running job, the
  * query names its index (`INDEXED BY`: a prepare error, not a silent full scan, if it ever
- * stops applying). Plans checked with EXPLAIN QUERY PLAN on SQLite 3.53.
+ * stops applying). Plans checked with EXPLAIN QUERY PLAN on SQLite 3.53 (test/sqlite-plans.test.ts).
+ *
+ * errand_jobs_state_idx and errand_jobs_queue_state_idx leave running jobs out (migrations.ts
+ * version 9: a claim and a finish then change fewer index entries). SQLite reads a partial index
+ * only when the query repeats its condition, so reads of them say `state <> 'running'` even
+ * where `state = 'failed'` already implies it; running jobs are read through
+ * errand_jobs_lease_idx, which holds them and nothing else.
  */
 
 // ── connection ─────────────────────────────────────────────────────────────────────────────
@@ -80,9 +86,13 @@ export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
  * indexed filters (queue, state, name) so each uses its index — an `(@x IS NULL OR col = @x)`
  * form would defeat the planner. The search filter is a residual condition (id equals, key
  * contains, payload JSON contains: common.ts `matchesSearch`), `@search` NULL turns it off.
+ * A state filter other than running reads the state indexes (NOT_RUNNING, see above); running
+ * jobs are listed from errand_jobs_lease_idx (LIST_RUNNING_JOBS).
  */
 const SEARCH =
   "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0)";
+
+const NOT_RUNNING = "state <> 'running'";
 
 function listQuery(filters: string[]): string {
   return `SELECT * FROM errand_jobs WHERE ${[...filters, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit`;
@@ -90,26 +100,41 @@ function listQuery(filters: string[]): string {
 
 /**
  * Queue without state: the (queue, state, id) index orders by id within each state only, so
- * take the newest `limit` of each state (five short index walks) and merge, instead of sorting
- * every job of the queue (or paying for one more index on every insert).
+ * take the newest `limit` of each state (short index walks; the running ones from the lease
+ * index) and merge, instead of sorting every job of the queue (or paying for one more index on
+ * every insert).
  */
 function listByQueueQuery(extra: string[]): string {
-  const states = ["pending", "running", "completed", "failed", "cancelled"];
-  const parts = states.map(
-    (s) =>
-      `SELECT * FROM (SELECT id FROM errand_jobs WHERE ${["queue = @queue", `state = '${s}'`, ...extra, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit)`,
-  );
+  const states = ["pending", "completed", "failed", "cancelled"];
+  const newest = (from: string, where: string[]) =>
+    `SELECT * FROM (SELECT id FROM ${from} WHERE ${[...where, ...extra, "id < @before", SEARCH].join(" AND ")} ORDER BY id DESC LIMIT @limit)`;
+  const parts = [
+    ...states.map((s) => newest("errand_jobs", ["queue = @queue", `state = '${s}'`, NOT_RUNNING])),
+    newest("errand_jobs INDEXED BY errand_jobs_lease_idx", ["state = 'running'", "queue = @queue"]),
+  ];
   return `SELECT * FROM errand_jobs WHERE id IN (${parts.join(" UNION ALL ")}) ORDER BY id DESC LIMIT @limit`;
 }
 
 export const LIST_JOBS = listQuery([]);
 export const LIST_JOBS_BY_QUEUE = listByQueueQuery([]);
-export const LIST_JOBS_BY_STATE = listQuery(["state = @state"]);
+export const LIST_JOBS_BY_STATE = listQuery(["state = @state", NOT_RUNNING]);
 export const LIST_JOBS_BY_NAME = listQuery(["name = @name"]);
-export const LIST_JOBS_BY_QUEUE_STATE = listQuery(["queue = @queue", "state = @state"]);
+export const LIST_JOBS_BY_QUEUE_STATE = listQuery(["queue = @queue", "state = @state", NOT_RUNNING]);
 export const LIST_JOBS_BY_QUEUE_NAME = listQuery(["name = @name", "queue = @queue"]);
-export const LIST_JOBS_BY_STATE_NAME = listQuery(["name = @name", "state = @state"]);
-export const LIST_JOBS_BY_QUEUE_STATE_NAME = listQuery(["queue = @queue", "state = @state", "name = @name"]);
+export const LIST_JOBS_BY_STATE_NAME = listQuery(["name = @name", "state = @state", NOT_RUNNING]);
+export const LIST_JOBS_BY_QUEUE_STATE_NAME = listQuery([
+  "queue = @queue",
+  "state = @state",
+  NOT_RUNNING,
+  "name = @name",
+]);
+
+/** Running jobs (any queue, name or none): a walk of errand_jobs_lease_idx, sorted (they are few). */
+export const LIST_RUNNING_JOBS = `
+SELECT * FROM errand_jobs INDEXED BY errand_jobs_lease_idx
+WHERE state = 'running' AND (@queue IS NULL OR queue = @queue) AND (@name IS NULL OR name = @name)
+  AND id < @before AND ${SEARCH}
+ORDER BY id DESC LIMIT @limit`;
 
 // ── stats and throughput: stats-queries.ts ──────────────────────────────────────────────────
 export * from "./stats-queries.js";
@@ -225,10 +250,6 @@ SET state = @state,
     attempts = json_insert(attempts, '$[#]', json(@record))
 WHERE id = @id AND state = 'running'`;
 
-/** Earliest pending run_at of one queue: the first entry of errand_jobs_pending_run_at_idx. */
-export const NEXT_RUN_AT =
-  "SELECT min(run_at) AS runAt FROM errand_jobs WHERE state = 'pending' AND queue = ?";
-
 // ── operator actions ───────────────────────────────────────────────────────────────────────
 
 export const CANCEL_PENDING = `
@@ -248,7 +269,7 @@ RETURNING queue`;
 /** The whole dead-letter queue (of one queue): failed jobs only; cancelled ones are retried by id. */
 export const RETRY_JOBS = `
 UPDATE errand_jobs SET state = 'pending', run_at = ${NOW}, attempt = 0, finished_at = NULL
-WHERE state = 'failed' AND (@queue IS NULL OR queue = @queue)
+WHERE state = 'failed' AND state <> 'running' AND (@queue IS NULL OR queue = @queue)
 RETURNING queue`;
 
 export const DISCARD_JOBS_BY_IDS = `
@@ -256,7 +277,7 @@ DELETE FROM errand_jobs
 WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'failed' AND (@queue IS NULL OR queue = @queue)`;
 
 export const DISCARD_JOBS =
-  "DELETE FROM errand_jobs WHERE state = 'failed' AND (@queue IS NULL OR queue = @queue)";
+  "DELETE FROM errand_jobs WHERE state = 'failed' AND state <> 'running' AND (@queue IS NULL OR queue = @queue)";
 
 /** Both prunes are one finished_at range of errand_jobs_finished_idx per (queue, state). */
 export const PRUNE_COMPLETED = `

@@ -26,21 +26,23 @@ export function listJobs(c: Connection, filter: JobFilter): JobPage {
   const state = filter.state || null;
   const name = filter.name || null;
   const sql =
-    queue !== null
-      ? state !== null
-        ? name !== null
-          ? Q.LIST_JOBS_BY_QUEUE_STATE_NAME
-          : Q.LIST_JOBS_BY_QUEUE_STATE
-        : name !== null
-          ? Q.LIST_JOBS_BY_QUEUE_NAME
-          : Q.LIST_JOBS_BY_QUEUE
-      : state !== null
-        ? name !== null
-          ? Q.LIST_JOBS_BY_STATE_NAME
-          : Q.LIST_JOBS_BY_STATE
-        : name !== null
-          ? Q.LIST_JOBS_BY_NAME
-          : Q.LIST_JOBS;
+    state === "running"
+      ? Q.LIST_RUNNING_JOBS
+      : queue !== null
+        ? state !== null
+          ? name !== null
+            ? Q.LIST_JOBS_BY_QUEUE_STATE_NAME
+            : Q.LIST_JOBS_BY_QUEUE_STATE
+          : name !== null
+            ? Q.LIST_JOBS_BY_QUEUE_NAME
+            : Q.LIST_JOBS_BY_QUEUE
+        : state !== null
+          ? name !== null
+            ? Q.LIST_JOBS_BY_STATE_NAME
+            : Q.LIST_JOBS_BY_STATE
+          : name !== null
+            ? Q.LIST_JOBS_BY_NAME
+            : Q.LIST_JOBS;
   // One row more than the page tells whether there is a next page.
   const rows = c.q(sql).all({
     queue,
@@ -56,8 +58,8 @@ export function listJobs(c: Connection, filter: JobFilter): JobPage {
 }
 
 /**
- * Index-only passes: counts per (queue, state) (a walk of errand_jobs_queue_state_idx — SQLite
- * has no O(1) count); per queue with pending jobs, the delayed ones and the oldest run_at;
+ * Index-only passes: counts per (queue, state) (a walk of errand_jobs_queue_state_idx, and of
+ * errand_jobs_lease_idx for the running jobs — SQLite has no O(1) count); per queue with pending jobs, the delayed ones and the oldest run_at;
  * completed/failed in the last day (a range of errand_jobs_finished_idx). One read transaction.
  */
 export function stats(c: Connection): QueueStats[] {
@@ -144,7 +146,7 @@ export function throughput(c: Connection, sinceMs: number, bucketMs: number): Th
 export function nextRunAt(c: Connection, queues: string[]): Date | null {
   let next: number | null = null;
   for (const queue of new Set(queues)) {
-    const t = (c.q(Q.NEXT_RUN_AT).get(queue) as { runAt: number | null }).runAt;
+    const t = (c.q(Q.NEXT_RUN_AT).get({ queue }) as { runAt: number | null }).runAt;
     if (t !== null && (next === null || t < next)) next = t;
   }
   return next === null ? null : new Date(next);

@@ -11,32 +11,72 @@
 // by skip-scan, then count each (queue, state) range.
 
 /**
- * The distinct queues, one index seek each (errand_jobs_queue_state_idx): a skip-scan, where
- * `SELECT DISTINCT queue` would walk every job.
+ * The distinct queues: one seek of errand_jobs_queue_state_idx each (a skip-scan, where
+ * `SELECT DISTINCT queue` would walk every job), plus the queues of running jobs, which that
+ * index leaves out (migrations.ts version 9) and errand_jobs_lease_idx holds (a few rows).
  */
 export const QUEUES_CTE = `
-queues(queue) AS (
-  SELECT (SELECT min(queue) FROM errand_jobs)
+not_running(queue) AS (
+  SELECT (SELECT min(queue) FROM errand_jobs WHERE state <> 'running')
   UNION ALL
-  SELECT (SELECT min(queue) FROM errand_jobs WHERE queue > queues.queue) FROM queues WHERE queue IS NOT NULL
+  SELECT (SELECT min(queue) FROM errand_jobs WHERE state <> 'running' AND queue > not_running.queue)
+  FROM not_running WHERE queue IS NOT NULL
+),
+queues(queue) AS (
+  SELECT queue FROM not_running WHERE queue IS NOT NULL
+  UNION
+  SELECT queue FROM errand_jobs INDEXED BY errand_jobs_lease_idx WHERE state = 'running'
 )`;
 
-/** Jobs per (queue, state): one count over a range of errand_jobs_queue_state_idx each (zeros included). */
+/**
+ * Jobs per (queue, state): one count over a range of errand_jobs_queue_state_idx each (zeros
+ * included), and the running jobs per queue from errand_jobs_lease_idx.
+ */
 export const STATS_BY_STATE = `
 WITH RECURSIVE ${QUEUES_CTE},
-states(state) AS (VALUES ('pending'), ('running'), ('completed'), ('failed'), ('cancelled'))
-SELECT q.queue, s.state, (SELECT count(*) FROM errand_jobs WHERE queue = q.queue AND state = s.state) AS n
+states(state) AS (VALUES ('pending'), ('completed'), ('failed'), ('cancelled'))
+SELECT q.queue, s.state,
+       (SELECT count(*) FROM errand_jobs WHERE queue = q.queue AND state = s.state AND state <> 'running') AS n
 FROM queues q, states s
-WHERE q.queue IS NOT NULL`;
+UNION ALL
+SELECT queue, 'running', count(*) FROM errand_jobs INDEXED BY errand_jobs_lease_idx
+WHERE state = 'running' GROUP BY queue`;
 
 /**
- * One queue's delayed jobs and its earliest pending run_at, both from errand_jobs_pending_run_at_idx:
+ * The priority levels of one queue's pending jobs, highest first: one probe of
+ * errand_jobs_claim_idx (queue, priority DESC, run_at, id) per level, a loose index scan. Within
+ * a level the entries are in run_at order, so a level's earliest run_at is its first entry and
+ * its not-yet-due jobs are one range. O(distinct priorities), usually a handful.
+ */
+export const PENDING_LEVELS = `
+levels(priority) AS (
+  SELECT (SELECT max(priority) FROM errand_jobs INDEXED BY errand_jobs_claim_idx
+          WHERE state = 'pending' AND queue = @queue)
+  UNION ALL
+  SELECT (SELECT max(priority) FROM errand_jobs INDEXED BY errand_jobs_claim_idx
+          WHERE state = 'pending' AND queue = @queue AND priority < levels.priority)
+  FROM levels WHERE priority IS NOT NULL
+)`;
+
+const LEVEL_HEAD = `(SELECT min(run_at) FROM errand_jobs INDEXED BY errand_jobs_claim_idx
+   WHERE state = 'pending' AND queue = @queue AND priority = l.priority)`;
+
+/**
+ * One queue's delayed jobs and its earliest pending run_at, per priority level (PENDING_LEVELS):
  * the count walks only the not-yet-due entries (a large backlog is due, so it is not walked;
- * due = pending − delayed) and min(run_at) reads the first entry.
+ * due = pending − delayed) and the earliest run_at is each level's first entry.
  */
 export const STATS_PENDING = `
-SELECT (SELECT count(*) FROM errand_jobs WHERE state = 'pending' AND queue = @queue AND run_at > @now) AS delayed,
-       (SELECT min(run_at) FROM errand_jobs WHERE state = 'pending' AND queue = @queue) AS oldest`;
+WITH RECURSIVE ${PENDING_LEVELS}
+SELECT coalesce(sum((SELECT count(*) FROM errand_jobs INDEXED BY errand_jobs_claim_idx
+         WHERE state = 'pending' AND queue = @queue AND priority = l.priority AND run_at > @now)), 0) AS delayed,
+       min(${LEVEL_HEAD}) AS oldest
+FROM levels l WHERE l.priority IS NOT NULL`;
+
+/** Earliest pending run_at of one queue: the first entry of each priority level (PENDING_LEVELS). */
+export const NEXT_RUN_AT = `
+WITH RECURSIVE ${PENDING_LEVELS}
+SELECT min(${LEVEL_HEAD}) AS runAt FROM levels l WHERE l.priority IS NOT NULL`;
 
 const FINISHED_SINCE = (state: string, since: string) => `
   (SELECT count(*) FROM errand_jobs INDEXED BY errand_jobs_finished_idx
