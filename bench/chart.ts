@@ -31,22 +31,41 @@ function niceMax(value: number): number {
   return 10 * exp;
 }
 
-function panel(x0: number, y0: number, width: number, height: number, title: string, unit: string, groups: Group[], digits: number): string {
+function panel(
+  x0: number,
+  y0: number,
+  width: number,
+  height: number,
+  title: string,
+  unit: string,
+  groups: Group[],
+  digits: number,
+): string {
   const out: string[] = [];
   const left = 70;
   const bottom = 46;
   const plotW = width - left - 10;
   const plotH = height - bottom - 34;
   const top = y0 + 34;
-  const max = niceMax(Math.max(0, ...groups.flatMap((g) => g.bars.map((b) => (Number.isFinite(b.value) ? b.value : 0)))));
-  out.push(`<text x="${x0 + width / 2}" y="${y0 + 18}" text-anchor="middle" font-size="15" font-weight="600">${escape(title)}</text>`);
+  const max = niceMax(
+    Math.max(0, ...groups.flatMap((g) => g.bars.map((b) => (Number.isFinite(b.value) ? b.value : 0)))),
+  );
+  out.push(
+    `<text x="${x0 + width / 2}" y="${y0 + 18}" text-anchor="middle" font-size="15" font-weight="600">${escape(title)}</text>`,
+  );
   for (let i = 0; i <= 4; i++) {
     const v = (max * i) / 4;
     const y = top + plotH - (plotH * i) / 4;
-    out.push(`<line x1="${x0 + left}" x2="${x0 + left + plotW}" y1="${y}" y2="${y}" stroke="#d0d7de" stroke-width="1"/>`);
-    out.push(`<text x="${x0 + left - 6}" y="${y + 4}" text-anchor="end" font-size="11" fill="#57606a">${fmt(v, max < 10 ? 1 : 0)}</text>`);
+    out.push(
+      `<line x1="${x0 + left}" x2="${x0 + left + plotW}" y1="${y}" y2="${y}" stroke="#d0d7de" stroke-width="1"/>`,
+    );
+    out.push(
+      `<text x="${x0 + left - 6}" y="${y + 4}" text-anchor="end" font-size="11" fill="#57606a">${fmt(v, max < 10 ? 1 : 0)}</text>`,
+    );
   }
-  out.push(`<text x="${x0 + 14}" y="${top + plotH / 2}" font-size="11" fill="#57606a" transform="rotate(-90 ${x0 + 14} ${top + plotH / 2})" text-anchor="middle">${escape(unit)}</text>`);
+  out.push(
+    `<text x="${x0 + 14}" y="${top + plotH / 2}" font-size="11" fill="#57606a" transform="rotate(-90 ${x0 + 14} ${top + plotH / 2})" text-anchor="middle">${escape(unit)}</text>`,
+  );
   const groupW = plotW / Math.max(1, groups.length);
   groups.forEach((group, gi) => {
     const gx = x0 + left + gi * groupW;
@@ -57,7 +76,9 @@ function panel(x0: number, y0: number, width: number, height: number, title: str
       const x = start + bi * barW;
       const color = COLORS[bar.system] ?? FALLBACK[bi % FALLBACK.length];
       if (!Number.isFinite(bar.value)) {
-        out.push(`<text x="${x + barW / 2}" y="${top + plotH - 4}" text-anchor="middle" font-size="9" fill="#cf222e">n/a</text>`);
+        out.push(
+          `<text x="${x + barW / 2}" y="${top + plotH - 4}" text-anchor="middle" font-size="9" fill="#cf222e">n/a</text>`,
+        );
         return;
       }
       const h = (plotH * bar.value) / max;
@@ -68,7 +89,9 @@ function panel(x0: number, y0: number, width: number, height: number, title: str
         `<text x="${x + barW / 2}" y="${top + plotH - h - 3}" text-anchor="middle" font-size="8.5" fill="#24292f">${fmt(bar.value, bar.value < 10 ? digits : 0)}</text>`,
       );
     });
-    out.push(`<text x="${gx + groupW / 2}" y="${top + plotH + 16}" text-anchor="middle" font-size="11">${escape(group.label)}</text>`);
+    out.push(
+      `<text x="${gx + groupW / 2}" y="${top + plotH + 16}" text-anchor="middle" font-size="11">${escape(group.label)}</text>`,
+    );
   });
   return out.join("\n");
 }
@@ -97,18 +120,33 @@ export function renderChart(results: BenchResults): string {
   const legendH = 28 + Math.ceil(systems.length / 4) * 20;
   const height = 50 + panelH * 2 + legendH;
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`,
+  );
   out.push(`<rect width="100%" height="100%" fill="#ffffff"/>`);
   out.push(
     `<text x="${width / 2}" y="26" text-anchor="middle" font-size="17" font-weight="700">errand vs peers — ${escape(results.date.slice(0, 10))}, ${results.machine.nproc} cores, median of ${results.runs} run${results.runs > 1 ? "s" : ""} (${escape(results.mode)})</text>`,
   );
   out.push(panel(0, 40, width, panelH, "Processing no-op jobs (higher is better)", "jobs/s", processing, 0));
-  out.push(panel(0, 40 + panelH, width, panelH, "Enqueue-to-start latency p50, idle workers (lower is better)", "ms", latency, 2));
+  out.push(
+    panel(
+      0,
+      40 + panelH,
+      width,
+      panelH,
+      "Enqueue-to-start latency p50, idle workers (lower is better)",
+      "ms",
+      latency,
+      2,
+    ),
+  );
   const ly = 40 + panelH * 2 + 12;
   systems.forEach((s, i) => {
     const x = 70 + (i % 4) * 225;
     const y = ly + Math.floor(i / 4) * 20;
-    out.push(`<rect x="${x}" y="${y}" width="14" height="14" fill="${COLORS[s] ?? FALLBACK[i % FALLBACK.length]}"/>`);
+    out.push(
+      `<rect x="${x}" y="${y}" width="14" height="14" fill="${COLORS[s] ?? FALLBACK[i % FALLBACK.length]}"/>`,
+    );
     out.push(`<text x="${x + 20}" y="${y + 12}" font-size="12">${escape(s)}</text>`);
   });
   out.push("</svg>");

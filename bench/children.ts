@@ -154,7 +154,9 @@ export class WorkerProcs {
   /** Asks every process to stop; kills (by pid) any still alive after `graceMs`. */
   async stop(graceMs = 15_000): Promise<void> {
     const exited = Promise.all(
-      this.children.map((c) => (c.exited ? Promise.resolve() : new Promise<void>((r) => c.proc.once("exit", () => r())))),
+      this.children.map((c) =>
+        c.exited ? Promise.resolve() : new Promise<void>((r) => c.proc.once("exit", () => r())),
+      ),
     );
     for (const c of this.children) {
       if (!c.exited && c.proc.connected) c.proc.send({ type: "stop" });

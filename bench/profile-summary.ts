@@ -72,7 +72,9 @@ for (const file of files) {
 function print(title: string, map: Map<string, number>, n: number): void {
   console.log(`\n${title}`);
   for (const [key, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, n)) {
-    console.log(`${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${key}`);
+    console.log(
+      `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${key}`,
+    );
   }
 }
 

@@ -4,7 +4,13 @@ import type { Metric } from "./workloads.js";
 
 const ERRANDS = ["errand-postgres", "errand-sqlite"];
 
-function cell(results: BenchResults, workload: string, system: string, metric: Metric, withRange: boolean): string {
+function cell(
+  results: BenchResults,
+  workload: string,
+  system: string,
+  metric: Metric,
+  withRange: boolean,
+): string {
   const s = summarize(results, workload, system, metric.key);
   if (!Number.isFinite(s.median)) return s.failed ? "failed" : "—";
   const d = metric.digits ?? 0;
@@ -12,7 +18,13 @@ function cell(results: BenchResults, workload: string, system: string, metric: M
   return withRange && s.ok > 1 ? `${main} (${fmt(s.min, d)}–${fmt(s.max, d)})` : main;
 }
 
-function ratio(results: BenchResults, workload: string, errand: string, system: string, metric: Metric): string {
+function ratio(
+  results: BenchResults,
+  workload: string,
+  errand: string,
+  system: string,
+  metric: Metric,
+): string {
   if (system === errand) return "1.00";
   if (ERRANDS.includes(system)) return "—";
   const e = summarize(results, workload, errand, metric.key).median;
@@ -23,7 +35,9 @@ function ratio(results: BenchResults, workload: string, errand: string, system: 
 
 function workloadTable(results: BenchResults, w: BenchResults["workloads"][number]): string[] {
   const lines: string[] = [];
-  const systems = results.systems.filter((s) => results.records.some((r) => r.workload === w.name && r.system === s.name));
+  const systems = results.systems.filter((s) =>
+    results.records.some((r) => r.workload === w.name && r.system === s.name),
+  );
   if (systems.length === 0) return lines;
   const head = w.metrics[0];
   const errands = ERRANDS.filter((e) => systems.some((s) => s.name === e));
@@ -35,11 +49,16 @@ function workloadTable(results: BenchResults, w: BenchResults["workloads"][numbe
     ...w.metrics.slice(1).map((m) => `${m.label}${m.unit ? ` (${m.unit})` : ""}`),
     "runs ok",
   ];
-  lines.push(`| ${header.join(" | ")} |`, `| ${header.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`);
+  lines.push(
+    `| ${header.join(" | ")} |`,
+    `| ${header.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`,
+  );
   let partial = false;
   for (const s of systems) {
     const sum = summarize(results, w.name, s.name, head.key);
-    const cut = results.records.some((r) => r.workload === w.name && r.system === s.name && r.metrics?.partial !== undefined);
+    const cut = results.records.some(
+      (r) => r.workload === w.name && r.system === s.name && r.metrics?.partial !== undefined,
+    );
     partial ||= cut;
     const row = [
       `${s.name} (${s.backend})`,
@@ -58,7 +77,8 @@ function workloadTable(results: BenchResults, w: BenchResults["workloads"][numbe
     .filter((f) => f.errors.length > 0);
   if (failures.length) {
     lines.push("");
-    for (const f of failures) lines.push(`- **${f.s.name}** failed: ${f.errors.map((e) => e.split("\n")[0]).join("; ")}`);
+    for (const f of failures)
+      lines.push(`- **${f.s.name}** failed: ${f.errors.map((e) => e.split("\n")[0]).join("; ")}`);
   }
   lines.push("");
   return lines;
@@ -77,17 +97,26 @@ function med(results: BenchResults, workload: string, system: string, metric: st
 function aims(results: BenchResults): Aim[] {
   const out: Aim[] = [];
   const process = results.workloads.filter((w) => w.group === "process");
-  const pgPeers = results.systems.filter((s) => s.backend === "postgres" && !s.name.startsWith("errand")).map((s) => s.name);
-  const has = (workload: string, system: string) => Number.isFinite(med(results, workload, system, "jobsPerSec"));
+  const pgPeers = results.systems
+    .filter((s) => s.backend === "postgres" && !s.name.startsWith("errand"))
+    .map((s) => s.name);
+  const has = (workload: string, system: string) =>
+    Number.isFinite(med(results, workload, system, "jobsPerSec"));
 
   // Throughput: 2x the fastest Postgres peer, ahead of BullMQ.
   for (const w of process) {
     const e = med(results, w.name, "errand-postgres", "jobsPerSec");
-    const peers = pgPeers.filter((p) => has(w.name, p)).map((p) => ({ p, v: med(results, w.name, p, "jobsPerSec") }));
+    const peers = pgPeers
+      .filter((p) => has(w.name, p))
+      .map((p) => ({ p, v: med(results, w.name, p, "jobsPerSec") }));
     const best = peers.sort((a, b) => b.v - a.v)[0];
     const bull = med(results, w.name, "bullmq", "jobsPerSec");
     if (!Number.isFinite(e) || !best) {
-      out.push({ aim: `${w.title}: errand-postgres ≥ 2× the fastest Postgres peer, ahead of BullMQ`, status: "not measured", detail: "errand-postgres or the peers not run" });
+      out.push({
+        aim: `${w.title}: errand-postgres ≥ 2× the fastest Postgres peer, ahead of BullMQ`,
+        status: "not measured",
+        detail: "errand-postgres or the peers not run",
+      });
       continue;
     }
     const ok2x = e >= 2 * best.v;
@@ -136,7 +165,9 @@ function aims(results: BenchResults): Aim[] {
     }
   }
   // SQLite, one worker process.
-  const sqliteOne = process.filter((w) => w.name.endsWith("-p1")).map((w) => med(results, w.name, "errand-sqlite", "jobsPerSec"));
+  const sqliteOne = process
+    .filter((w) => w.name.endsWith("-p1"))
+    .map((w) => med(results, w.name, "errand-sqlite", "jobsPerSec"));
   const bestSqlite = Math.max(...sqliteOne.filter(Number.isFinite), Number.NEGATIVE_INFINITY);
   out.push({
     aim: "SQLite ≥ 20,000 jobs/s processed by one worker process",
@@ -145,7 +176,9 @@ function aims(results: BenchResults): Aim[] {
   });
   // CPU per 1,000 jobs.
   for (const e of ERRANDS) {
-    const cpus = process.map((w) => ({ w: w.name, v: med(results, w.name, e, "cpuMsPer1k") })).filter((x) => Number.isFinite(x.v));
+    const cpus = process
+      .map((w) => ({ w: w.name, v: med(results, w.name, e, "cpuMsPer1k") }))
+      .filter((x) => Number.isFinite(x.v));
     const worst = cpus.sort((a, b) => b.v - a.v)[0];
     out.push({
       aim: `Worker CPU ≤ 25 ms per 1,000 no-op jobs (${e})`,
@@ -156,7 +189,8 @@ function aims(results: BenchResults): Aim[] {
   out.push({
     aim: "Worker memory flat over a long run",
     status: "not measured",
-    detail: "the bench reports peak RSS per worker process per run; a soak run (hours, RSS sampled over time) is not part of it",
+    detail:
+      "the bench reports peak RSS per worker process per run; a soak run (hours, RSS sampled over time) is not part of it",
   });
   return out;
 }
@@ -171,7 +205,12 @@ export function renderReport(results: BenchResults): string {
     "",
     "Every figure is the median of the runs, with the range (min–max) when there was more than one. Systems are interleaved: each round runs every system once, in a rotating order, before the next round. Each run starts on a fresh Postgres schema / Redis key prefix / SQLite file, dropped afterwards. Worker processes are real child processes (`bench/worker-process.ts`) started after their jobs are enqueued; throughput runs from the first handler call to the moment the store records every job finished. CPU is user + system time of the worker processes (`process.cpuUsage`), peak RSS the largest worker process's VmHWM.",
     "",
-    ...(results.merged ? [`Workloads marked "from the ${results.merged}" were measured in that earlier run (\`--merge\`), not in this one.`, ""] : []),
+    ...(results.merged
+      ? [
+          `Workloads marked "from the ${results.merged}" were measured in that earlier run (\`--merge\`), not in this one.`,
+          "",
+        ]
+      : []),
     "**errand advantage** = how many times better errand is than that system on the headline figure (throughput: errand ÷ system; latency: system ÷ errand). Above 1.00× errand wins, below it loses.",
     "",
     "![throughput and latency](results.svg)",
@@ -198,7 +237,9 @@ export function renderReport(results: BenchResults): string {
     "| --- | --- | --- |",
   );
   for (const s of results.systems) {
-    lines.push(`| ${s.name} | ${s.version} | ${s.unavailable ? `**unavailable**: ${s.unavailable}` : s.settings} |`);
+    lines.push(
+      `| ${s.name} | ${s.version} | ${s.unavailable ? `**unavailable**: ${s.unavailable}` : s.settings} |`,
+    );
   }
   lines.push(
     "",
@@ -213,8 +254,20 @@ export function renderReport(results: BenchResults): string {
   );
   for (const w of results.workloads) lines.push(...workloadTable(results, w));
 
-  lines.push("## Aims of issue 7", "", "errand's default settings against each peer's best settings.", "", "| Aim | Status | Measured |", "| --- | --- | --- |");
-  for (const a of aims(results)) lines.push(`| ${a.aim} | ${a.status === "NOT MET" ? "**NOT MET**" : a.status} | ${a.detail} |`);
-  lines.push("", "Why errand falls short where it does, with profiles of the worker process, is in [NOTES.md](NOTES.md).", "");
+  lines.push(
+    "## Aims of issue 7",
+    "",
+    "errand's default settings against each peer's best settings.",
+    "",
+    "| Aim | Status | Measured |",
+    "| --- | --- | --- |",
+  );
+  for (const a of aims(results))
+    lines.push(`| ${a.aim} | ${a.status === "NOT MET" ? "**NOT MET**" : a.status} | ${a.detail} |`);
+  lines.push(
+    "",
+    "Why errand falls short where it does, with profiles of the worker process, is in [NOTES.md](NOTES.md).",
+    "",
+  );
   return lines.join("\n");
 }

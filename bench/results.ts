@@ -65,7 +65,9 @@ export interface Summary {
 /** Median and range of one metric of one system in one workload (NaN when no run succeeded). */
 export function summarize(results: BenchResults, workload: string, system: string, metric: string): Summary {
   const records = results.records.filter((r) => r.workload === workload && r.system === system);
-  const values = records.filter((r) => r.ok && r.metrics && Number.isFinite(r.metrics[metric])).map((r) => r.metrics![metric]);
+  const values = records
+    .filter((r) => r.ok && r.metrics && Number.isFinite(r.metrics[metric]))
+    .map((r) => r.metrics![metric]);
   const [min, max] = range(values);
   return {
     median: median(values),

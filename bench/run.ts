@@ -53,7 +53,9 @@ if (args.help) {
     [
       "usage: npm run bench -- [--quick] [--only sys1,sys2] [--workload w1,w2] [--runs N] [--profile DIR] [--no-write]",
       `systems:   ${SYSTEM_NAMES.join(", ")}`,
-      `workloads: ${workloads(FULL).map((w) => w.name).join(", ")}`,
+      `workloads: ${workloads(FULL)
+        .map((w) => w.name)
+        .join(", ")}`,
     ].join("\n"),
   );
   process.exit(0);
@@ -65,7 +67,13 @@ let seq = 0;
 
 function makeTarget(): Target {
   const runId = `${invocation}_${(seq++).toString(36).padStart(3, "0")}`;
-  return { runId, namespace: runId, pgUrl: PG_URL, redisUrl: REDIS_URL, sqlitePath: join(tmp, `${runId}.db`) };
+  return {
+    runId,
+    namespace: runId,
+    pgUrl: PG_URL,
+    redisUrl: REDIS_URL,
+    sqlitePath: join(tmp, `${runId}.db`),
+  };
 }
 
 function log(line: string): void {
@@ -73,7 +81,12 @@ function log(line: string): void {
 }
 
 function list(value: string | undefined): string[] | null {
-  return value ? value.split(",").map((s) => s.trim()).filter(Boolean) : null;
+  return value
+    ? value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : null;
 }
 
 async function timeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -112,7 +125,10 @@ async function redisVersion(): Promise<string> {
 function codeVersion(): string {
   try {
     const head = execFileSync("git", ["log", "-1", "--format=%h %s"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], {
+      cwd: ROOT,
+      encoding: "utf8",
+    }).trim();
     return `${head}${dirty ? " + uncommitted changes in src/" : ""}`;
   } catch {
     return "unknown";
@@ -121,9 +137,13 @@ function codeVersion(): string {
 
 /** Peak RSS (MB) of an idle Node process, with and without the tsx loader the workers run under. */
 function baselineRss(withTsx: boolean): number {
-  const code = "setTimeout(() => console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]), 200)";
+  const code =
+    "setTimeout(() => console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]), 200)";
   try {
-    const out = execFileSync(process.execPath, [...(withTsx ? ["--import", "tsx"] : []), "-e", code], { cwd: ROOT, encoding: "utf8" });
+    const out = execFileSync(process.execPath, [...(withTsx ? ["--import", "tsx"] : []), "-e", code], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
     return Math.round(Number(out.trim()) / 1024);
   } catch {
     return Number.NaN;
@@ -131,7 +151,10 @@ function baselineRss(withTsx: boolean): number {
 }
 
 async function machine(): Promise<Machine> {
-  const postgres = await withPg(PG_URL, async (c) => (await c.query("SHOW server_version")).rows[0].server_version as string)
+  const postgres = await withPg(
+    PG_URL,
+    async (c) => (await c.query("SHOW server_version")).rows[0].server_version as string,
+  )
     .then((v) => `PostgreSQL ${v}`)
     .catch(() => "PostgreSQL unreachable");
   return {
@@ -154,20 +177,27 @@ async function machine(): Promise<Machine> {
 async function sweep(prefix: string = invocation): Promise<void> {
   await withPg(PG_URL, async (c) => {
     await c.query("SET lock_timeout = '10s'");
-    const { rows } = await c.query("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
+    const { rows } = await c.query("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [
+      prefix,
+    ]);
     for (const r of rows) {
-      await c.query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`).catch((err: Error) => log(`could not drop schema ${r.nspname}: ${err.message}`));
+      await c
+        .query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`)
+        .catch((err: Error) => log(`could not drop schema ${r.nspname}: ${err.message}`));
     }
   }).catch(() => {});
   await sweepRedis(prefix).catch(() => {});
   if (prefix === invocation) rmSync(tmp, { recursive: true, force: true });
-  else for (const suffix of [".db", ".db-wal", ".db-shm", ".db-journal"]) rmSync(join(tmp, prefix + suffix), { force: true });
+  else
+    for (const suffix of [".db", ".db-wal", ".db-shm", ".db-journal"])
+      rmSync(join(tmp, prefix + suffix), { force: true });
 }
 
 /** Deletes Redis keys under errand-bench:<prefix> (only ours) with SCAN + DEL over RESP. */
 function sweepRedis(prefix: string): Promise<void> {
   const url = new URL(REDIS_URL);
-  const encode = (parts: string[]) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join("")}`;
+  const encode = (parts: string[]) =>
+    `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join("")}`;
   return new Promise((resolve) => {
     const socket = connect(Number(url.port || 6379), url.hostname);
     let buffer = "";
@@ -178,7 +208,8 @@ function sweepRedis(prefix: string): Promise<void> {
     };
     socket.setTimeout(5000, finish);
     socket.on("error", finish);
-    const scan = () => socket.write(encode(["SCAN", cursor, "MATCH", `errand-bench:${prefix}*`, "COUNT", "1000"]));
+    const scan = () =>
+      socket.write(encode(["SCAN", cursor, "MATCH", `errand-bench:${prefix}*`, "COUNT", "1000"]));
     socket.on("connect", scan);
     socket.on("data", (chunk) => {
       buffer += chunk.toString();
@@ -205,7 +236,10 @@ function sweepRedis(prefix: string): Promise<void> {
 
 let active: RunScope | null = null;
 
-async function runOne(w: WorkloadDef, system: SystemDef): Promise<Omit<RunRecord, "workload" | "system" | "run">> {
+async function runOne(
+  w: WorkloadDef,
+  system: SystemDef,
+): Promise<Omit<RunRecord, "workload" | "system" | "run">> {
   const scope: RunScope = { target: makeTarget(), profileDir: args.profile };
   active = scope;
   const running = w.run(system, scope);
@@ -226,7 +260,10 @@ async function runOne(w: WorkloadDef, system: SystemDef): Promise<Omit<RunRecord
 function headline(w: WorkloadDef, metrics: Record<string, number>): string {
   return w.metrics
     .filter((m) => Number.isFinite(metrics[m.key]))
-    .map((m) => `${fmt(metrics[m.key], m.digits ?? 0)} ${m.unit || m.label}${m.unit && m.label !== m.unit && m.key !== "jobsPerSec" ? ` ${m.label}` : ""}`)
+    .map(
+      (m) =>
+        `${fmt(metrics[m.key], m.digits ?? 0)} ${m.unit || m.label}${m.unit && m.label !== m.unit && m.key !== "jobsPerSec" ? ` ${m.label}` : ""}`,
+    )
     .join(", ");
 }
 
@@ -240,7 +277,8 @@ function mergeEarlier(results: BenchResults, file: string): void {
     results.workloads.push({ ...w, title });
     results.records.push(...earlier.records.filter((r) => r.workload === w.name));
   }
-  for (const s of earlier.systems) if (!results.systems.some((x) => x.name === s.name)) results.systems.push(s);
+  for (const s of earlier.systems)
+    if (!results.systems.some((x) => x.name === s.name)) results.systems.push(s);
   const order = ["bulk", "single", "process", "latency", "mixed"];
   results.workloads.sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
   results.merged = label;
@@ -266,7 +304,8 @@ async function main(): Promise<void> {
 
   const only = list(args.only);
   for (const name of only ?? []) {
-    if (!SYSTEM_NAMES.includes(name)) throw new Error(`unknown system "${name}"; known: ${SYSTEM_NAMES.join(", ")}`);
+    if (!SYSTEM_NAMES.includes(name))
+      throw new Error(`unknown system "${name}"; known: ${SYSTEM_NAMES.join(", ")}`);
   }
   const wanted = list(args.workload);
   const all = workloads(counts);
@@ -274,7 +313,8 @@ async function main(): Promise<void> {
   const matches = (w: WorkloadDef, p: string) =>
     all.some((x) => x.name === p) ? w.name === p : w.name.startsWith(`${p}-`) || w.group === p;
   const chosen = wanted ? all.filter((w) => wanted.some((p) => matches(w, p))) : all;
-  if (chosen.length === 0) throw new Error(`no workload matches ${args.workload}; known: ${all.map((w) => w.name).join(", ")}`);
+  if (chosen.length === 0)
+    throw new Error(`no workload matches ${args.workload}; known: ${all.map((w) => w.name).join(", ")}`);
 
   const names = SYSTEM_NAMES.filter((s) => (only ? only.includes(s) : !(args.quick && QUICK_SKIP.has(s))));
   if (names.some((n) => n.startsWith("errand"))) buildErrand();
@@ -296,7 +336,13 @@ async function main(): Promise<void> {
     wallSeconds: 0,
     machine: await machine(),
     systems: infos,
-    workloads: chosen.map(({ name, group, title, description, metrics }) => ({ name, group, title, description, metrics })),
+    workloads: chosen.map(({ name, group, title, description, metrics }) => ({
+      name,
+      group,
+      title,
+      description,
+      metrics,
+    })),
     records: [],
     code: { start: codeVersion() },
   };
@@ -304,7 +350,9 @@ async function main(): Promise<void> {
     `${results.machine.nproc} cores, Node ${results.machine.node}, ${results.machine.postgres}, Redis ${results.machine.redis}, load average ${results.machine.loadStart}`,
   );
   if (results.machine.loadStart > results.machine.nproc) {
-    log(`warning: the load average (${results.machine.loadStart}) is above the core count: other work on this machine will distort the figures`);
+    log(
+      `warning: the load average (${results.machine.loadStart}) is above the core count: other work on this machine will distort the figures`,
+    );
   }
 
   const total = chosen.length * runs * usable.length;
@@ -330,7 +378,11 @@ async function main(): Promise<void> {
           const record = await runOne(w, system);
           results.records.push({ workload: w.name, system: system.name, run, ...record });
           const secs = ((performance.now() - t0) / 1000).toFixed(1);
-          log(record.ok ? `${prefix}: ${headline(w, record.metrics!)} (${secs} s)` : `${prefix}: FAILED — ${record.error} (${secs} s)`);
+          log(
+            record.ok
+              ? `${prefix}: ${headline(w, record.metrics!)} (${secs} s)`
+              : `${prefix}: FAILED — ${record.error} (${secs} s)`,
+          );
         }
       }
     }

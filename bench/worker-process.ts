@@ -55,7 +55,9 @@ async function traceSql(): Promise<() => void> {
   };
   return () => {
     const lines = [...counts].sort((a, b) => b[1].n - a[1].n).slice(0, 25);
-    process.stderr.write(`[trace-sql ${process.pid}]\n${lines.map(([k, v]) => `${String(v.n).padStart(8)} ${(v.ms / v.n).toFixed(2).padStart(8)} ms  ${k}`).join("\n")}\n`);
+    process.stderr.write(
+      `[trace-sql ${process.pid}]\n${lines.map(([k, v]) => `${String(v.n).padStart(8)} ${(v.ms / v.n).toFixed(2).padStart(8)} ms  ${k}`).join("\n")}\n`,
+    );
   };
 }
 
@@ -103,10 +105,13 @@ async function main(): Promise<void> {
     if (progress) clearInterval(progress);
     clearInterval(sampler);
     const deadline = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-    await Promise.race([(async () => {
-      await running?.stop();
-      await adapter.close();
-    })(), deadline]);
+    await Promise.race([
+      (async () => {
+        await running?.stop();
+        await adapter.close();
+      })(),
+      deadline,
+    ]);
     printTrace?.();
     send({ type: "stopped" });
     process.disconnect?.();

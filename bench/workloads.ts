@@ -48,10 +48,28 @@ function phase(name: string): void {
   phaseAt = t;
 }
 
-const THROUGHPUT: Metric = { key: "jobsPerSec", label: "jobs/s", unit: "jobs/s", better: "higher", digits: 0 };
-const RSS: Metric = { key: "peakRssMb", label: "peak RSS per worker process", unit: "MB", better: "lower", digits: 0 };
+const THROUGHPUT: Metric = {
+  key: "jobsPerSec",
+  label: "jobs/s",
+  unit: "jobs/s",
+  better: "higher",
+  digits: 0,
+};
+const RSS: Metric = {
+  key: "peakRssMb",
+  label: "peak RSS per worker process",
+  unit: "MB",
+  better: "lower",
+  digits: 0,
+};
 const HEAP: Metric = { key: "peakHeapMb", label: "peak JS heap", unit: "MB", better: "lower", digits: 0 };
-const CPU: Metric = { key: "cpuMsPer1k", label: "worker CPU per 1,000 jobs", unit: "ms", better: "lower", digits: 1 };
+const CPU: Metric = {
+  key: "cpuMsPer1k",
+  label: "worker CPU per 1,000 jobs",
+  unit: "ms",
+  better: "lower",
+  digits: 1,
+};
 
 async function open(system: SystemDef, scope: RunScope): Promise<Adapter> {
   phaseAt = 0;
@@ -62,9 +80,16 @@ async function open(system: SystemDef, scope: RunScope): Promise<Adapter> {
   return scope.adapter;
 }
 
-async function spawn(system: SystemDef, scope: RunScope, settings: WorkerSettings, processes: number): Promise<WorkerProcs> {
+async function spawn(
+  system: SystemDef,
+  scope: RunScope,
+  settings: WorkerSettings,
+  processes: number,
+): Promise<WorkerProcs> {
   phase(`spawning ${processes} worker process(es)`);
-  scope.procs = await WorkerProcs.spawn(system.name, scope.target, settings, processes, { profileDir: scope.profileDir });
+  scope.procs = await WorkerProcs.spawn(system.name, scope.target, settings, processes, {
+    profileDir: scope.profileDir,
+  });
   phase("worker processes ready");
   return scope.procs;
 }
@@ -106,7 +131,13 @@ function noop(n: number): JobSpec[] {
  */
 const MAX_IN_FLIGHT = 50;
 
-async function paced(adapter: Adapter, count: number, rate: number, measured: boolean, settings: WorkerSettings): Promise<number> {
+async function paced(
+  adapter: Adapter,
+  count: number,
+  rate: number,
+  measured: boolean,
+  settings: WorkerSettings,
+): Promise<number> {
   const errors: Error[] = [];
   const inFlight = new Set<Promise<void>>();
   const t0 = now();
@@ -212,7 +243,8 @@ export function workloads(counts: Counts): WorkloadDef[] {
       const adapter = await open(system, scope);
       const settings = { concurrency: 1, maxAttempts: 3 };
       const t0 = now();
-      for (let i = 0; i < counts.single; i++) await adapter.enqueueOne({ payload: { i, t: now() } }, settings);
+      for (let i = 0; i < counts.single; i++)
+        await adapter.enqueueOne({ payload: { i, t: now() } }, settings);
       const seconds = (now() - t0) / 1000;
       return { callsPerSec: counts.single / seconds, msPerCall: (seconds * 1000) / counts.single };
     },
@@ -244,7 +276,10 @@ export function workloads(counts: Counts): WorkloadDef[] {
         const procs = await spawn(system, scope, settings, processes);
         await procs.start();
         phase("started");
-        const complete = await within(procs.until(() => procs.done >= n), counts.budgetMs);
+        const complete = await within(
+          procs.until(() => procs.done >= n),
+          counts.budgetMs,
+        );
         phase(complete ? "all jobs ran" : "budget spent");
         const end = complete ? await drained(adapter, procs.lastAt) : procs.lastAt;
         phase("drained");
@@ -313,7 +348,12 @@ export function workloads(counts: Counts): WorkloadDef[] {
     group: "mixed",
     title: `Mixed run (${m.toLocaleString("en-US")} jobs: priorities, 10% delayed, 1% failing once)`,
     description: `One worker process at concurrency 50 is started first; then ${m.toLocaleString("en-US")} jobs are enqueued in bulk: priorities 0-9, 10% delayed by 0-500 ms, 1% failing on their first attempt and retried (max 3 attempts, the shortest retry delay each system offers). Time from the start of the enqueue until every job is recorded completed.`,
-    metrics: [THROUGHPUT, { key: "retries", label: "retried attempts", unit: "", better: "lower", digits: 0 }, RSS, CPU],
+    metrics: [
+      THROUGHPUT,
+      { key: "retries", label: "retried attempts", unit: "", better: "lower", digits: 0 },
+      RSS,
+      CPU,
+    ],
     timeoutMs: 180_000 + counts.budgetMs,
     async run(system, scope) {
       const adapter = await open(system, scope);
@@ -327,7 +367,10 @@ export function workloads(counts: Counts): WorkloadDef[] {
       }));
       const t0 = now();
       await adapter.bulkEnqueue(jobs, settings);
-      const complete = await within(procs.until(() => procs.done >= m), counts.budgetMs);
+      const complete = await within(
+        procs.until(() => procs.done >= m),
+        counts.budgetMs,
+      );
       const end = complete ? await drained(adapter, procs.lastAt) : procs.lastAt;
       const reports = await procs.report();
       await procs.stop();

@@ -24,6 +24,7 @@ import type {
   Store,
   TxHandle,
 } from "./store/types.js";
+import { startEnqueueSpan } from "./tracing/spans.js";
 import { type ProcessJobsOptions, type ProcessJobsResult, processJobs } from "./worker/drain.js";
 import { type QueueOptions, Worker, type Deps as WorkerDeps, type WorkerOptions } from "./worker/worker.js";
 
@@ -165,8 +166,7 @@ export class Errand extends ErrandOperations {
       this.assertOpen();
       const def = this.resolve(job);
       const row = this.prepare(def, payload, options, "payload");
-      const insert = (r: NewJob) =>
-        this.store.insertJobs([r], options.tx).then((results) => this.afterInsert<P>(results)[0]);
+      const insert = (r: NewJob) => this.insert<P>([r], options.tx).then((jobs) => jobs[0]);
       return row instanceof Promise ? row.then(insert) : insert(row);
     } catch (err) {
       return Promise.reject(err);
@@ -215,7 +215,27 @@ export class Errand extends ErrandOperations {
     }
     const rows = pending ? await Promise.all(prepared) : (prepared as NewJob[]);
     if (rows.length === 0) return [];
-    return this.afterInsert<P>(await this.store.insertJobs(rows, tx));
+    return this.insert<P>(rows, tx);
+  }
+
+  /**
+   * The store's insert, in an `enqueue` span when an OpenTelemetry SDK is registered (its trace
+   * context is stored with each job: tracing/spans.ts); without one, the insert alone.
+   */
+  private insert<P>(rows: NewJob[], tx: TxHandle): Promise<EnqueuedJob<P>[]> {
+    const span = startEnqueueSpan(rows);
+    if (!span) return this.store.insertJobs(rows, tx).then((results) => this.afterInsert<P>(results));
+    return this.store.insertJobs(rows, tx).then(
+      (results) => {
+        const jobs = this.afterInsert<P>(results);
+        span.end(jobs);
+        return jobs;
+      },
+      (err: unknown) => {
+        span.fail(err);
+        throw err;
+      },
+    );
   }
 
   /** Inserts into the caller's better-sqlite3 transaction now (the store throws on any error). */
@@ -225,7 +245,15 @@ export class Errand extends ErrandOperations {
         `enqueue tx: a better-sqlite3 Database was passed, but this errand's jobs are in ${this.store.kind}: the job cannot join that transaction`,
       );
     }
-    return this.afterInsert<P>(this.store.insertJobsNow(rows, tx));
+    const span = startEnqueueSpan(rows);
+    try {
+      const jobs = this.afterInsert<P>(this.store.insertJobsNow(rows, tx));
+      span?.end(jobs);
+      return jobs;
+    } catch (err) {
+      span?.fail(err);
+      throw err;
+    }
   }
 
   /**

@@ -35,7 +35,16 @@ export { toNodeHandler } from "./http/node.js";
 export { assertServeSafety } from "./http/security.js";
 export type { TickHandlerOptions } from "./http/tick.js";
 export { createTickHandler } from "./http/tick.js";
-export type { AttemptOutcome, AttemptRecord, JobContext, JobDefinition, JobRecord, JobState } from "./job.js";
+export type {
+  AttemptOutcome,
+  AttemptRecord,
+  JobContext,
+  JobDefinition,
+  JobLogLevel,
+  JobLogLine,
+  JobRecord,
+  JobState,
+} from "./job.js";
 export { defineJob, JOB_STATES } from "./job.js";
 export type { Logger } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";

@@ -30,6 +30,27 @@ export interface AttemptRecord {
   kind?: ErrorKind;
   /** When the job runs again, for `retried` and `snoozed`. */
   retryAt?: string;
+  /**
+   * The lines the handler wrote through `ctx.log` during this attempt (bounded: see
+   * worker/job-log.ts), oldest first; absent when it wrote none. Lost with the worker when the
+   * attempt ends without an outcome (outcome `lost`).
+   */
+  logs?: JobLogLine[];
+}
+
+/** pino's levels, as a job log line records them. */
+export type JobLogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal";
+
+/** One line a handler wrote through `ctx.log`, kept with its attempt. */
+export interface JobLogLine {
+  /** When it was written (ISO 8601, the worker's clock). */
+  at: string;
+  level: JobLogLevel;
+  msg: string;
+  /** The object logged with the message (`ctx.log.info({ orderId }, "charged")`), as JSON. */
+  fields?: Record<string, unknown>;
+  /** Set on the marker line that ends a truncated log: how many lines were not kept. */
+  dropped?: number;
 }
 
 /** A claimed job as its handler sees it (`ctx.job`); the store's claim adds its lease to it. */
@@ -57,7 +78,11 @@ export interface JobContext {
   readonly attempt: number;
   /** Aborts on timeout, cancellation, lost lease or hard shutdown; `signal.reason` says which. */
   readonly signal: AbortSignal;
-  /** A logger whose lines carry the job's id, name, queue and attempt. */
+  /**
+   * A logger whose lines carry the job's id, name, queue and attempt. Its lines (info and up,
+   * or down to the logger's own level) are also kept with the attempt — `getJob(id).attempts[n].logs`,
+   * `errand jobs show`, the dashboard — up to 200 lines and 32 KiB per attempt.
+   */
   readonly log: Logger;
   /**
    * Runs `fn` once per `key` across all attempts of all jobs: a retry skips side effects that

@@ -84,9 +84,10 @@ describe("PostgreSQL hot-path plans", { skip }, () => {
           {
             name: "finish",
             sql: Q.FINISH_JOBS,
-            types: "bigint[], int[], text[], float8[], text[], text[], text[], text[], text[]",
+            types: "bigint[], int[], text[], float8[], text[], text[], text[], text[], text[], text[]",
             args: [ids, tokens, fill("'completed'", "text"), fill("0", "float8"), fill("'null'", "text")]
               .concat([fill("'w'", "text"), fill("NULL", "text"), fill("NULL", "text"), fill("NULL", "text")])
+              .concat([fill("NULL", "text")]) // the job logs
               .join(", "),
           },
           {

@@ -1,12 +1,12 @@
 /**
- * The SQLite store's index layout (migrations.ts version 9): running jobs are in
+ * The SQLite store's index layout (migrations.ts version 5): running jobs are in
  * errand_jobs_lease_idx only, so a claim and a finish change four index entries each instead
  * of seven and six. What that asks of the reads, checked here:
  * - every statement of the store that reads errand_jobs does it through an index or the primary
  *   key (EXPLAIN QUERY PLAN, nothing executed), on a fresh file and after ANALYZE of a table in
  *   use — SQLite uses a partial index only when the query repeats its condition, and forgetting
  *   `state <> 'running'` turns a read into a scan of the whole table;
- * - a database made before version 9, holding jobs in every state, upgrades in place and reads
+ * - a database made before version 5, holding jobs in every state, upgrades in place and reads
  *   the same afterwards (stats, listings by state and queue, the next due time).
  *
  *   node --import tsx --test test/sqlite-plans.test.ts
@@ -129,11 +129,11 @@ test("the claim and the finish change no entry of the state indexes", async (t) 
   assert.equal(inIndex("errand_jobs_lease_idx", "state = 'running'"), 0);
 });
 
-test("a database made before version 9 upgrades in place and reads the same", async (t) => {
+test("a database made before version 5 upgrades in place and reads the same", async (t) => {
   const path = await tempPath(t);
   const old = new Database(path);
   old.exec(MIGRATIONS_TABLE_SQL);
-  for (const m of MIGRATIONS.filter((x) => x.version < 9)) {
+  for (const m of MIGRATIONS.filter((x) => x.version < 5)) {
     old.exec(m.sql);
     old
       .prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)")

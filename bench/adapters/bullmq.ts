@@ -65,7 +65,13 @@ class BullAdapter implements Adapter {
   }
 
   async remaining(): Promise<number> {
-    const counts = await this.queue.getJobCounts("waiting", "active", "delayed", "prioritized", "waiting-children");
+    const counts = await this.queue.getJobCounts(
+      "waiting",
+      "active",
+      "delayed",
+      "prioritized",
+      "waiting-children",
+    );
     return Object.values(counts).reduce((a, b) => a + b, 0);
   }
 

@@ -84,7 +84,10 @@ class ErrandAdapter implements Adapter {
     // BENCH_DEBUG=1: how many jobs this worker holds (claimed, run or not, outcome not yet written).
     const watch =
       process.env.BENCH_DEBUG === "1"
-        ? setInterval(() => process.stderr.write(`  [errand worker ${process.pid}] holding ${worker.running} jobs\n`), 1000)
+        ? setInterval(
+            () => process.stderr.write(`  [errand worker ${process.pid}] holding ${worker.running} jobs\n`),
+            1000,
+          )
         : null;
     return {
       stop: async () => {
@@ -108,7 +111,8 @@ function ownPackageVersion(): string {
   return packageVersion(".", ROOT);
 }
 
-const SETTINGS = "errand defaults (batchSize 500, readAhead 100ms, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
+const SETTINGS =
+  "errand defaults (batchSize 500, readAhead 100ms, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
 
 export const errandSqlite: SystemDef = {
   name: "errand-sqlite",
@@ -124,9 +128,14 @@ export const errandSqlite: SystemDef = {
     }
   },
   async create(target: Target) {
-    const errand = await openErrand({ url: target.sqlitePath, jobs: [benchJob as never], logger: silentLogger() });
+    const errand = await openErrand({
+      url: target.sqlitePath,
+      jobs: [benchJob as never],
+      logger: silentLogger(),
+    });
     return new ErrandAdapter(errand, async () => {
-      for (const suffix of ["", "-wal", "-shm", "-journal"]) await rm(target.sqlitePath + suffix, { force: true });
+      for (const suffix of ["", "-wal", "-shm", "-journal"])
+        await rm(target.sqlitePath + suffix, { force: true });
     });
   },
 };
@@ -146,8 +155,12 @@ export const errandPostgres: SystemDef = {
   },
   async create(target: Target) {
     const schema = `${target.namespace}_errand`;
-    const errand = await openErrand({ url: target.pgUrl, schema, jobs: [benchJob as never], logger: silentLogger() });
+    const errand = await openErrand({
+      url: target.pgUrl,
+      schema,
+      jobs: [benchJob as never],
+      logger: silentLogger(),
+    });
     return new ErrandAdapter(errand, () => dropSchema(target.pgUrl, schema));
   },
 };
-

@@ -6,7 +6,7 @@
  * the `localQueue` and `completeJobBatchDelay` docs). Its per-job INFO log lines are silenced
  * for both (errand's logger is silenced too).
  */
-import { Logger, makeWorkerUtils, run, type Runner, type WorkerUtils } from "graphile-worker";
+import { Logger, makeWorkerUtils, type Runner, run, type WorkerUtils } from "graphile-worker";
 import pg from "pg";
 import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable } from "./util.js";
@@ -31,7 +31,11 @@ class GraphileAdapter implements Adapter {
   }
 
   private workerUtils(): Promise<WorkerUtils> {
-    this.utils ??= makeWorkerUtils({ connectionString: this.target.pgUrl, schema: this.schema, logger: silent });
+    this.utils ??= makeWorkerUtils({
+      connectionString: this.target.pgUrl,
+      schema: this.schema,
+      logger: silent,
+    });
     return this.utils;
   }
 
@@ -113,7 +117,8 @@ class GraphileAdapter implements Adapter {
   }
 }
 
-const reachable = () => postgresReachable(process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test");
+const reachable = () =>
+  postgresReachable(process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test");
 
 export const graphileDefaults: SystemDef = {
   name: "graphile-worker",
@@ -136,4 +141,3 @@ export const graphileBest: SystemDef = {
     return new GraphileAdapter(target, "best");
   },
 };
-

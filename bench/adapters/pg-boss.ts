@@ -4,8 +4,9 @@
  * (`batchSize` up to 50 per fetch, `localConcurrency` × `batchSize` = the concurrency), burst
  * fetching while batches come back full, per-job results so one failure fails one job.
  */
-import { PgBoss } from "pg-boss";
+
 import pg from "pg";
+import { PgBoss } from "pg-boss";
 import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { QUEUE } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable } from "./util.js";
@@ -20,7 +21,12 @@ class PgBossAdapter implements Adapter {
 
   constructor(private readonly target: Target) {
     this.schema = `${target.namespace}_pgboss`;
-    this.boss = new PgBoss({ connectionString: target.pgUrl, schema: this.schema, useListenNotify: true, max: 10 });
+    this.boss = new PgBoss({
+      connectionString: target.pgUrl,
+      schema: this.schema,
+      useListenNotify: true,
+      max: 10,
+    });
     this.boss.on("error", (err: Error) => console.error(`[pg-boss] ${err.message}`));
     this.pool = new pg.Pool({ connectionString: target.pgUrl, max: 1 });
   }

@@ -9,7 +9,8 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** The installed version of a package in the project's node_modules, or "not installed". */
 export function packageVersion(name: string, base = join(ROOT, "node_modules")): string {
   try {
-    return (JSON.parse(readFileSync(join(base, name, "package.json"), "utf8")) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(base, name, "package.json"), "utf8")) as { version: string })
+      .version;
   } catch {
     return "not installed";
   }
@@ -41,12 +42,20 @@ export async function postgresReachable(url: string): Promise<string | null> {
 }
 
 /** Runs `fn` over `items` in slices of `size`, one after another. */
-export async function inChunks<T>(items: T[], size: number, fn: (chunk: T[]) => Promise<unknown>): Promise<void> {
+export async function inChunks<T>(
+  items: T[],
+  size: number,
+  fn: (chunk: T[]) => Promise<unknown>,
+): Promise<void> {
   for (let i = 0; i < items.length; i += size) await fn(items.slice(i, i + size));
 }
 
 /** Runs `fn` over `items` with at most `parallel` calls in flight (for systems with no bulk API). */
-export async function inParallel<T>(items: T[], parallel: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+export async function inParallel<T>(
+  items: T[],
+  parallel: number,
+  fn: (item: T) => Promise<unknown>,
+): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < items.length) {

@@ -1,5 +1,5 @@
 /** How the CLI prints: aligned tables for people, JSON (`--json`) for programs. Both go to stdout. */
-import type { AttemptRecord, JobRecord } from "../job.js";
+import type { AttemptRecord, JobLogLine, JobRecord } from "../job.js";
 import type { QueueStats } from "../store/types.js";
 
 export type Align = "left" | "right";
@@ -140,6 +140,10 @@ export function renderJob(job: JobRecord, options: { stacks?: boolean } = {}): s
   out.push("", `attempts (${job.attempts.length}):`);
   if (job.attempts.length === 0) out.push("  (none yet)");
   else out.push(indent(renderTable(job.attempts, ATTEMPT_COLUMNS)));
+  for (const a of job.attempts) {
+    if (!a.logs || a.logs.length === 0) continue;
+    out.push("", `log of attempt ${a.attempt} (${a.outcome}):`, indent(a.logs.map(logLine).join("\n")));
+  }
   if (options.stacks) {
     for (const a of job.attempts) {
       if (!a.stack && !a.error) continue;
@@ -151,6 +155,13 @@ export function renderJob(job: JobRecord, options: { stacks?: boolean } = {}): s
     }
   }
   return out.join("\n");
+}
+
+/** One job log line: time (UTC, to the millisecond), level, message, fields as JSON; the truncation marker as it is. */
+function logLine(line: JobLogLine): string {
+  if (line.dropped !== undefined) return `… ${line.msg}`;
+  const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
+  return `${line.at.slice(11, 23)} ${line.level.toUpperCase().padEnd(5)} ${line.msg}${fields}`;
 }
 
 const ATTEMPT_COLUMNS: Column<AttemptRecord>[] = [

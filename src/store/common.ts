@@ -71,6 +71,7 @@ export function attemptFromOutcome(
     record.kind = outcome.error.kind;
   }
   if (t.runAt && t.state === "pending") record.retryAt = t.runAt.toISOString();
+  if (outcome.logs && outcome.logs.length > 0) record.logs = outcome.logs;
   return record;
 }
 

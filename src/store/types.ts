@@ -11,7 +11,7 @@
 
 import type { ErrorKind } from "../errors.js";
 import type { FlowLimits } from "../flow-limits.js";
-import type { AttemptRecord, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
+import type { AttemptRecord, JobLogLine, JobRecord, JobState, RunningJob, TxHandle } from "../job.js";
 
 export type { FlowLimits };
 
@@ -41,6 +41,12 @@ export interface NewJob {
    * definition's key function at enqueue; null or absent when it has none.
    */
   flowKey?: string | null;
+  /**
+   * The trace context active at enqueue (tracing/traceparent.ts: the W3C `traceparent`, and
+   * `tracestate` when there is one, as JSON text), stored as is and handed back by the claims;
+   * null or absent when the enqueue was not traced.
+   */
+  traceContext?: string | null;
 }
 
 export interface InsertResult {
@@ -56,6 +62,8 @@ export interface ClaimedJob extends RunningJob {
   lockedUntil: Date;
   /** The job's flow key, when claimed by claimFlowJobs (null: none). */
   flowKey?: string | null;
+  /** The trace context stored at enqueue (NewJob.traceContext); null when none. */
+  traceContext: string | null;
 }
 
 /** What claimFlowJobs took, and what it left behind for a limit. */
@@ -117,6 +125,8 @@ export interface Outcome {
   delayMs?: number;
   error?: { message: string; stack?: string; kind: ErrorKind };
   worker: string;
+  /** The handler's ctx.log lines, kept in this attempt's history entry; absent when none. */
+  logs?: JobLogLine[];
 }
 
 export interface JobFilter {
@@ -274,11 +284,14 @@ export interface Store {
    * Runs `fn` inside a store transaction and completes the job in the same transaction if the
    * lease is still held; if it is not, the transaction rolls back and this returns false.
    * `fn` receives the transaction handle (node-postgres client / better-sqlite3 Database).
+   * `logs` (the handler's ctx.log lines, read when the completion is written) go into the
+   * completing attempt's history entry.
    */
   completeInTransaction<T>(
     lease: Lease,
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
+    logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }>;
   /** Saves handler progress for a running job (fenced). */
   setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean>;

@@ -1,11 +1,12 @@
 import { type Duration, parseDuration } from "../duration.js";
 import type { Classification } from "../errors.js";
 import { checkDelay } from "../instant.js";
-import type { AnyJobDefinition, JobContext } from "../job.js";
+import type { AnyJobDefinition, JobContext, JobLogLine } from "../job.js";
 import type { Logger } from "../logger.js";
 import { storableJson } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
+import { capturingLogger, JobLogBuffer } from "./job-log.js";
 
 /**
  * A job this worker runs: its lease, its abort state, and the context its handler receives.
@@ -26,6 +27,9 @@ export class ActiveJob implements JobContext {
   onAbort: ((reason: JobAbort) => void) | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private childLog: Logger | undefined = undefined;
+  private handlerLog: Logger | undefined = undefined;
+  /** The handler's ctx.log lines; made on the first read of ctx.log. */
+  private logBuffer: JobLogBuffer | undefined = undefined;
   private jobView: JobContext["job"] | undefined = undefined;
 
   constructor(
@@ -49,7 +53,7 @@ export class ActiveJob implements JobContext {
 
   get job(): JobContext["job"] {
     if (!this.jobView) {
-      const { leaseToken: _t, lockedUntil: _l, ...job } = this.claimed;
+      const { leaseToken: _t, lockedUntil: _l, traceContext: _c, ...job } = this.claimed;
       this.jobView = Object.freeze(job);
     }
     return this.jobView;
@@ -67,7 +71,17 @@ export class ActiveJob implements JobContext {
     return this.controller.signal;
   }
 
+  /** ctx.log: the worker's log lines about this job, each also kept with the attempt (job-log.ts). */
   get log(): Logger {
+    if (!this.handlerLog) {
+      this.logBuffer = new JobLogBuffer();
+      this.handlerLog = capturingLogger(this.workerLog, this.logBuffer);
+    }
+    return this.handlerLog;
+  }
+
+  /** errand's own lines about this job (not kept with the attempt: they are not the handler's). */
+  get workerLog(): Logger {
     this.childLog ??= this.deps.log.child({
       jobId: this.claimed.id,
       job: this.claimed.name,
@@ -75,6 +89,11 @@ export class ActiveJob implements JobContext {
       attempt: this.claimed.attempt,
     });
     return this.childLog;
+  }
+
+  /** The handler's ctx.log lines so far, for the attempt's history entry; undefined when none. */
+  logLines(): JobLogLine[] | undefined {
+    return this.logBuffer?.snapshot();
   }
 
   // Methods handlers may destructure (`const { once, progress } = ctx`): bound on first use. As
@@ -111,7 +130,7 @@ export class ActiveJob implements JobContext {
       throw new TypeError("ctx.once needs a non-empty string key");
     const seen = await this.deps.store.ledgerGet(key);
     if (seen.found) {
-      this.log.debug({ key }, "side effect already done; skipped");
+      this.workerLog.debug({ key }, "side effect already done; skipped");
       return seen.value as T;
     }
     const value = await fn();
@@ -142,7 +161,9 @@ export class ActiveJob implements JobContext {
       checkResult(value, limit);
       return value;
     };
-    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked);
+    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked, () =>
+      this.logLines(),
+    );
     if (!done.applied) {
       throw new JobAbort(
         "lease-lost",

@@ -55,7 +55,7 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
     const error = new Error(
       `no handler for job "${claimed.name}" in this worker (known: ${deps.knownJobNames().join(", ") || "none"})`,
     );
-    active.log.error({ err: error }, "unknown job name");
+    active.workerLog.error({ err: error }, "unknown job name");
     return { outcome: failureOutcome(base, claimed, error, "unknown", undefined, null), error };
   }
 
@@ -70,7 +70,7 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
       );
     }
     const payload = validation.value as never;
-    if (debug) active.log.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
+    if (debug) active.workerLog.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
     if (def.timeoutMs !== null) {
       const ms = def.timeoutMs;
       timer = setTimeout(() => active.abort(new JobAbort("timeout", `job timed out after ${ms} ms`)), ms);
@@ -91,19 +91,22 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
     }
     if (active.completedInTransaction) return { outcome: null, result };
     checkResult(result, deps.payloadLimit);
-    if (debug) active.log.debug("job completed");
+    if (debug) active.workerLog.debug("job completed");
     return { outcome: { ...base, kind: "completed", result: result === undefined ? null : result }, result };
   } catch (thrown) {
     if (active.completedInTransaction) {
-      active.log.warn(
+      active.workerLog.warn(
         { err: toError(thrown) },
         "handler threw after completing in its transaction; the completion stands",
       );
       return { outcome: null };
     }
     const error = toError(thrown);
-    const execution = { ...classifyFailure(thrown, error, base, claimed, def, deps, active.log), error };
-    await pauseFlowBudget(execution, claimed, def, deps, active.log);
+    const execution = {
+      ...classifyFailure(thrown, error, base, claimed, def, deps, active.workerLog),
+      error,
+    };
+    await pauseFlowBudget(execution, claimed, def, deps, active.workerLog);
     return execution;
   } finally {
     active.onAbort = undefined;

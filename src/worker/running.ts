@@ -2,6 +2,7 @@ import type { EventEmitter } from "node:events";
 import type { AnyJobDefinition } from "../job.js";
 import type { Logger } from "../logger.js";
 import type { ClaimedJob } from "../store/types.js";
+import { startAttemptSpan } from "../tracing/spans.js";
 import { JobAbort } from "./abort.js";
 import type { Completer } from "./completer.js";
 import { crashedOutcome, inJobScope } from "./crash.js";
@@ -41,7 +42,12 @@ export class RunningJobs {
     try {
       emitStarted(events, log, active);
       // In the job's async scope: a crash its code causes later is charged to it (crash.ts).
-      const execution = await inJobScope(claimed.id, executeJob, active, producer.executor);
+      // Traced (an OpenTelemetry SDK registered): in the attempt's span, which the handler's own
+      // spans are children of. Untraced: no span, no closure (tracing/spans.ts).
+      const span = startAttemptSpan(claimed, producer.executor.workerId);
+      const execution = span
+        ? await span.run(() => inJobScope(claimed.id, executeJob, active, producer.executor))
+        : await inJobScope(claimed.id, executeJob, active, producer.executor);
       const crash = this.crashCharged.get(claimed.id);
       if (crash && execution.outcome?.kind === "released") {
         execution.outcome = crashedOutcome(
@@ -51,6 +57,10 @@ export class RunningJobs {
           crash,
         );
       }
+      // The handler's ctx.log lines go with its attempt's history entry (job-log.ts).
+      const logs = execution.outcome ? active.logLines() : undefined;
+      if (logs && execution.outcome) execution.outcome.logs = logs;
+      span?.end(execution.outcome, active.completedInTransaction, execution.error);
       active.finishedAt = Date.now();
       released = true;
       producer.release();

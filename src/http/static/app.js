@@ -971,6 +971,27 @@ async function renderJob(id, isCurrent) {
   }
 }
 
+/** An attempt's job log (the handler's ctx.log lines), folded like the stack trace: one click opens it. */
+function jobLog(attempt) {
+  const lines = attempt.logs.filter((l) => l.dropped === undefined);
+  const marker = attempt.logs.find((l) => l.dropped !== undefined);
+  const text = lines
+    .map(
+      (l) =>
+        `${fmtTime(l.at).slice(11)} ${l.level.toUpperCase().padEnd(5)} ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ""}`,
+    )
+    .join("\n");
+  return h(
+    "details",
+    { class: "stack job-log", data: { testid: `job-log-${attempt.attempt}` } },
+    h("summary", {
+      text: `Job log (${lines.length} line${lines.length === 1 ? "" : "s"}${marker ? `, ${marker.dropped} more not kept` : ""})`,
+    }),
+    h("pre", { class: "code", text }),
+    marker ? h("p", { class: "muted", text: marker.msg }) : null,
+  );
+}
+
 function timeline(job) {
   if (job.attempts.length === 0) {
     return h("p", {
@@ -1007,6 +1028,7 @@ function timeline(job) {
               h("pre", { class: "code", text: a.stack }),
             )
           : null,
+        a.logs && a.logs.length > 0 ? jobLog(a) : null,
       ),
     );
   }

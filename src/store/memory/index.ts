@@ -3,7 +3,7 @@
  * implementation of the Store contract — the SQL stores must behave the same,
  * and test/conformance/ holds all three to it.
  */
-import type { AttemptRecord, JobRecord } from "../../job.js";
+import type { AttemptRecord, JobLogLine, JobRecord } from "../../job.js";
 import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
 import type {
   ClaimedJob,
@@ -30,6 +30,7 @@ interface Row extends JobRecord {
   seq: number;
   leaseToken: number;
   flowKey: string | null;
+  traceContext: string | null;
 }
 
 export interface MemoryStoreOptions {
@@ -58,7 +59,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
 
   private publicJob(row: Row): JobRecord {
-    const { seq: _seq, leaseToken: _token, flowKey: _flowKey, ...job } = row;
+    const { seq: _seq, leaseToken: _token, flowKey: _flowKey, traceContext: _trace, ...job } = row;
     return clone(job);
   }
 
@@ -79,7 +80,13 @@ export class MemoryStore extends MemoryRegistry implements Store {
       // payload the caller handed over).
       const stored = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
       const record = newJobRecord(String(seq), input, stored, runAt, new Date(now));
-      const row: Row = { ...record, seq, leaseToken: 0, flowKey: input.flowKey ?? null };
+      const row: Row = {
+        ...record,
+        seq,
+        leaseToken: 0,
+        flowKey: input.flowKey ?? null,
+        traceContext: input.traceContext ?? null,
+      };
       this.jobs.set(row.id, row);
       if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
       createdQueues.add(row.queue);
@@ -174,6 +181,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
       createdAt: new Date(r.createdAt),
       leaseToken: r.leaseToken,
       lockedUntil: new Date(r.lockedUntil),
+      traceContext: r.traceContext,
     };
   }
 
@@ -247,12 +255,16 @@ export class MemoryStore extends MemoryRegistry implements Store {
     lease: Lease,
     worker: string,
     fn: (tx: unknown) => Promise<T> | T,
+    logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
     if (!this.held(lease)) return { applied: false };
     const value = await fn(null);
     const row = this.held(lease);
     if (!row) return { applied: false };
-    this.applyOutcome(row, { ...lease, kind: "completed", result: value, worker }, this.clock());
+    const outcome: Outcome = { ...lease, kind: "completed", result: value, worker };
+    const lines = logs?.();
+    if (lines) outcome.logs = lines;
+    this.applyOutcome(row, outcome, this.clock());
     return { applied: true, value };
   }
 

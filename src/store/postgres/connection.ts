@@ -198,6 +198,8 @@ export async function endPool(pool: pg.Pool, clients: Set<pg.Client>, graceMs: n
 const SLOW_STATEMENTS = new Set([
   "INSERT_NEW_JOBS",
   "INSERT_JOBS",
+  "INSERT_NEW_TRACED_JOBS",
+  "INSERT_TRACED_JOBS",
   "SELECT_JOBS_BY_KEYS",
   "LIST_JOBS",
   "LIST_DEAD_JOBS",

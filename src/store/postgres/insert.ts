@@ -80,12 +80,15 @@ async function insertOn(
     // next chunk while this process builds the records of the last one.
     const send = (chunk: number[]) => {
       const keyed = chunk.some((i) => jobs[i].key !== undefined && jobs[i].key !== null);
-      const sent = db.run(
-        keyed ? "INSERT_JOBS" : "INSERT_NEW_JOBS",
-        insertValues(jobs, payloads, chunk, keyed),
-        on,
-        prepared,
-      );
+      const traced = chunk.some((i) => jobs[i].traceContext !== undefined && jobs[i].traceContext !== null);
+      const statement = keyed
+        ? traced
+          ? "INSERT_TRACED_JOBS"
+          : "INSERT_JOBS"
+        : traced
+          ? "INSERT_NEW_TRACED_JOBS"
+          : "INSERT_NEW_JOBS";
+      const sent = db.run(statement, insertValues(jobs, payloads, chunk, keyed, traced), on, prepared);
       sent.catch(() => {}); // awaited below, unless an earlier statement failed
       return { chunk, keyed, sent };
     };
@@ -186,7 +189,13 @@ export function insertChunks(payloads: string[], positions?: number[]): number[]
  * node-postgres's own array encoding (a type check and a regex escape per element) cost more
  * than the rest of the insert's JavaScript.
  */
-export function insertValues(jobs: NewJob[], payloads: string[], chunk: number[], keyed: boolean): string[] {
+export function insertValues(
+  jobs: NewJob[],
+  payloads: string[],
+  chunk: number[],
+  keyed: boolean,
+  traced = false,
+): string[] {
   const n = chunk.length;
   const queues = new Array<string>(n);
   const names = new Array<string>(n);
@@ -196,6 +205,7 @@ export function insertValues(jobs: NewJob[], payloads: string[], chunk: number[]
   const runAts = new Array<number | string>(n);
   const delays = new Array<number>(n);
   const keys = keyed ? new Array<string>(n) : null;
+  const contexts = traced ? new Array<string>(n) : null;
   const quote = literalQuoter();
   for (let r = 0; r < n; r++) {
     const i = chunk[r];
@@ -208,6 +218,9 @@ export function insertValues(jobs: NewJob[], payloads: string[], chunk: number[]
     runAts[r] = job.runAt ? new Date(job.runAt).getTime() : "NULL";
     delays[r] = job.delayMs ?? 0;
     if (keys) keys[r] = job.key === undefined || job.key === null ? "NULL" : quote(job.key);
+    if (contexts)
+      contexts[r] =
+        job.traceContext === undefined || job.traceContext === null ? "NULL" : quote(job.traceContext);
   }
   const values = [
     `{${queues.join(",")}}`,
@@ -219,6 +232,7 @@ export function insertValues(jobs: NewJob[], payloads: string[], chunk: number[]
     `{${delays.join(",")}}`,
   ];
   if (keys) values.push(`{${keys.join(",")}}`);
+  if (contexts) values.push(`{${contexts.join(",")}}`);
   return values;
 }
 

@@ -6,6 +6,7 @@
 import type { AsyncLocalStorage } from "node:async_hooks";
 import type pg from "pg";
 import { ValidationError } from "../../errors.js";
+import type { JobLogLine } from "../../job.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
@@ -131,7 +132,7 @@ function chooseOutcomes(outcomes: Outcome[], byPair: boolean): Map<string, numbe
 
 /** A completion FINISH_COMPLETED can write: no error fields, a worker to rebuild its history entry from. */
 function isPlainCompletion(o: Outcome): boolean {
-  return o.kind === "completed" && !o.error && typeof o.worker === "string";
+  return o.kind === "completed" && !o.error && !o.logs && typeof o.worker === "string";
 }
 
 /**
@@ -171,6 +172,7 @@ function outcomeValues(batch: Outcome[]): unknown[] {
     batch.map((o) => (o.error ? String(o.error.message ?? "") : null)),
     batch.map((o) => (o.error?.stack ? String(o.error.stack) : null)),
     batch.map((o) => (o.error ? o.error.kind : null)),
+    batch.map((o) => (o.logs && o.logs.length > 0 ? serialize(o.logs, `job log of job ${o.id}`) : null)),
   ];
 }
 
@@ -186,6 +188,7 @@ export async function completeInTransaction<T>(
   lease: Lease,
   worker: string,
   fn: (tx: TxHandle) => Promise<T> | T,
+  logs?: () => JobLogLine[] | undefined,
 ): Promise<{ applied: boolean; value?: T }> {
   if (!isJobId(lease.id) || !Number.isInteger(lease.leaseToken)) return { applied: false };
   const result = await db.transaction(async (client) => {
@@ -194,12 +197,10 @@ export async function completeInTransaction<T>(
     const locked = await db.run("LOCK_HELD_JOB", [lease.id, lease.leaseToken], client);
     if (locked.rowCount === 0) throw new Rollback();
     const value = await txClient.run(client, () => fn(client));
-    const [applied] = await finishJobs(
-      db,
-      notifier,
-      [{ ...lease, kind: "completed", result: value, worker }],
-      client,
-    );
+    const outcome: Outcome = { ...lease, kind: "completed", result: value, worker };
+    const lines = logs?.();
+    if (lines) outcome.logs = lines;
+    const [applied] = await finishJobs(db, notifier, [outcome], client);
     if (!applied) throw new Rollback();
     return { applied: true, value };
   });

@@ -298,6 +298,19 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
 );
 `,
   },
+  {
+    version: 6,
+    name: "tracing: the trace context of the enqueue",
+    // The W3C trace context active at enqueue (tracing/traceparent.ts), written by the insert of
+    // traced jobs (sql/jobs.ts INSERT_*TRACED_JOBS) and handed back by the claims, so each
+    // attempt's span links to it on whichever worker runs it. Nullable, no default: nothing is
+    // rewritten, and untraced jobs store a NULL (no bytes in the row). Job logs need no column:
+    // they are part of each attempt's history entry (attempts). Not breaking: an older errand
+    // ignores the column.
+    sql: `
+ALTER TABLE {{schema}}.jobs ADD COLUMN IF NOT EXISTS trace_context text;
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -56,6 +56,7 @@ export function toClaimed(r: Row): ClaimedJob {
     createdAt: toDate(r.created_at),
     leaseToken: Number(r.lease_token),
     lockedUntil: toDate(r.locked_until),
+    traceContext: (r.trace_context as string | null) ?? null,
   };
 }
 

@@ -24,7 +24,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { ValidationError } from "../../errors.js";
-import type { JobRecord } from "../../job.js";
+import type { JobLogLine, JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
   FlowClaim,
@@ -274,8 +274,9 @@ export class PostgresStore implements Store {
     lease: Lease,
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
+    logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
-    return leases.completeInTransaction(this.db, this.notifier, this.txClient, lease, worker, fn);
+    return leases.completeInTransaction(this.db, this.notifier, this.txClient, lease, worker, fn, logs);
   }
 
   setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {

@@ -61,7 +61,7 @@ SET state = 'running',
     progress = NULL
 WHERE id = @id AND state = 'pending'
 RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until,
-          flow_key`;
+          flow_key, trace_context`;
 
 /** Sets the flow keys of jobs just inserted (in the inserting transaction). */
 export const FLOW_SET_KEY = "UPDATE errand_jobs SET flow_key = @key WHERE id = @id";

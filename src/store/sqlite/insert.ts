@@ -10,7 +10,13 @@ import type { InsertResult, NewJob } from "../types.js";
 import type { Connection } from "./connection.js";
 import { FLOW_SET_KEY } from "./flow-queries.js";
 import type { Db, Statements } from "./handle.js";
-import { INSERT_JOB, INSERT_JOB_CHUNK, INSERT_JOB_CHUNK_SIZES, SELECT_JOB_BY_KEY } from "./queries.js";
+import {
+  INSERT_JOB,
+  INSERT_JOB_CHUNK,
+  INSERT_JOB_CHUNK_SIZES,
+  SELECT_JOB_BY_KEY,
+  SET_TRACE_CONTEXT,
+} from "./queries.js";
 import { type JobRow, jobFromRow, toJson } from "./rows.js";
 import { checkTxHandle } from "./tx.js";
 
@@ -136,7 +142,20 @@ export function insertJobsOn(db: Db, statements: Statements, jobs: NewJob[]): In
   }
   insertWaiting();
   setFlowKeys(db, statements, jobs, results);
+  setTraceContexts(db, statements, jobs, results);
   return results;
+}
+
+/**
+ * The trace contexts of the jobs created (tracing), set in the inserting transaction as flow
+ * keys are: a second statement only for traced jobs (in-process: microseconds).
+ */
+function setTraceContexts(db: Db, statements: Statements, jobs: NewJob[], results: InsertResult[]): void {
+  for (let i = 0; i < jobs.length; i++) {
+    const context = jobs[i].traceContext;
+    if (context !== undefined && context !== null && results[i].created)
+      statements.get(db, SET_TRACE_CONTEXT).run({ context, id: Number(results[i].job.id) });
+  }
 }
 
 /**

@@ -10,6 +10,7 @@
  */
 import type Database from "better-sqlite3";
 import { ErrandError } from "../../errors.js";
+import type { JobLogLine } from "../../job.js";
 import { attemptFromOutcome, outcomeTransition } from "../common.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, TxHandle } from "../types.js";
 import { type Connection, closedError, storeBusy } from "./connection.js";
@@ -131,7 +132,7 @@ export function finishJobs(c: Connection, outcomes: Outcome[]): { applied: boole
 function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: string; queue: string } | null {
   const id = parseId(outcome.id);
   if (id === null) return null;
-  if (outcome.kind === "completed" && !outcome.error && typeof outcome.worker === "string") {
+  if (outcome.kind === "completed" && !outcome.error && !outcome.logs && typeof outcome.worker === "string") {
     const done = c.q(Q.FINISH_COMPLETED).run({
       id,
       token: outcome.leaseToken,
@@ -149,6 +150,7 @@ function applyOutcome(c: Connection, outcome: Outcome, now: number): { state: st
   const implicit =
     t.state === "completed" &&
     !outcome.error &&
+    !outcome.logs &&
     typeof outcome.worker === "string" &&
     held.started_at !== null;
   const record = implicit
@@ -184,6 +186,7 @@ export function completeInTransaction<T>(
   lease: Lease,
   worker: string,
   fn: (tx: TxHandle) => Promise<T> | T,
+  logs?: () => JobLogLine[] | undefined,
 ): Promise<{ applied: boolean; value?: T }> {
   return c.gate.hold(async (within) => {
     if (c.closed) throw closedError();
@@ -203,7 +206,10 @@ export function completeInTransaction<T>(
           "completeInTransaction: fn committed or rolled back errand's transaction",
         );
       }
-      const done = applyOutcome(c, { ...lease, kind: "completed", result: value, worker }, c.now());
+      const outcome: Outcome = { ...lease, kind: "completed", result: value, worker };
+      const lines = logs?.();
+      if (lines) outcome.logs = lines;
+      const done = applyOutcome(c, outcome, c.now());
       if (done === null) {
         c.db.exec(Q.ROLLBACK);
         return { applied: false };

@@ -164,7 +164,7 @@ CREATE TABLE errand_flow_cursors (
 `,
   },
   {
-    version: 9,
+    version: 5,
     name: "fewer index entries per claim and finish",
     // A claim changed seven index entries per job (claim and pending_run_at: delete; lease:
     // insert; queue_state and state: delete + insert each), a finish six. Running jobs are few
@@ -181,6 +181,18 @@ DROP INDEX errand_jobs_queue_state_idx;
 DROP INDEX errand_jobs_state_idx;
 CREATE INDEX errand_jobs_queue_state_idx ON errand_jobs (queue, state, id) WHERE state <> 'running';
 CREATE INDEX errand_jobs_state_idx ON errand_jobs (state, id) WHERE state <> 'running';
+`,
+  },
+  {
+    version: 6,
+    name: "tracing: the trace context of the enqueue",
+    // The W3C trace context active at enqueue (tracing/traceparent.ts), handed back by the claims
+    // so each attempt's span links to it, on whichever worker runs it. Set by a second statement
+    // of the inserting transaction, for traced jobs only (insert.ts setTraceContexts): the insert
+    // statements of untraced jobs stay as they were. Nullable, no default: nothing rewritten.
+    // Job logs need no column: they are part of each attempt's history entry (attempts).
+    sql: `
+ALTER TABLE errand_jobs ADD COLUMN trace_context TEXT;
 `,
   },
 ];

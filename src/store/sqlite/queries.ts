@@ -17,7 +17,7 @@
  * stops applying). Plans checked with EXPLAIN QUERY PLAN on SQLite 3.53 (test/sqlite-plans.test.ts).
  *
  * errand_jobs_state_idx and errand_jobs_queue_state_idx leave running jobs out (migrations.ts
- * version 9: a claim and a finish then change fewer index entries). SQLite reads a partial index
+ * version 5: a claim and a finish then change fewer index entries). SQLite reads a partial index
  * only when the query repeats its condition, so reads of them say `state <> 'running'` even
  * where `state = 'failed'` already implies it; running jobs are read through
  * errand_jobs_lease_idx, which holds them and nothing else.
@@ -80,6 +80,9 @@ VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?, NULL, ?)").join(", ")}`,
 export const SELECT_JOB_BY_KEY = "SELECT * FROM errand_jobs WHERE queue = ? AND key = ?";
 
 export const SELECT_JOB = "SELECT * FROM errand_jobs WHERE id = ?";
+
+/** Sets the trace context of a job just inserted (in the inserting transaction; insert.ts). */
+export const SET_TRACE_CONTEXT = "UPDATE errand_jobs SET trace_context = @context WHERE id = @id";
 
 /**
  * listJobs: newest first, keyset pagination on id. One statement per combination of the
@@ -163,7 +166,8 @@ WHERE id IN (
   ORDER BY priority DESC, run_at, id
   LIMIT @limit
 )
-RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until`;
+RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until,
+          trace_context`;
 
 /** Fenced: only the holder of the current lease token of a running job matches. */
 export const EXTEND_LEASE = `

@@ -29,6 +29,8 @@ export interface JobRow {
   cancel_requested: number;
   /** Set when the completing attempt's history entry is implicit (migrations.ts version 2). */
   completed_by: string | null;
+  /** The enqueue's trace context (migrations.ts version 6). */
+  trace_context: string | null;
 }
 
 export type ClaimRow = Pick<
@@ -45,6 +47,7 @@ export type ClaimRow = Pick<
   | "created_at"
   | "lease_token"
   | "locked_until"
+  | "trace_context"
 >;
 
 export interface ScheduleRow {
@@ -142,6 +145,7 @@ export function claimedFromRow(row: ClaimRow): ClaimedJob {
     createdAt: new Date(row.created_at),
     leaseToken: row.lease_token,
     lockedUntil: new Date(row.locked_until ?? 0),
+    traceContext: row.trace_context ?? null,
   };
 }
 

@@ -13,7 +13,7 @@
 /**
  * The distinct queues: one seek of errand_jobs_queue_state_idx each (a skip-scan, where
  * `SELECT DISTINCT queue` would walk every job), plus the queues of running jobs, which that
- * index leaves out (migrations.ts version 9) and errand_jobs_lease_idx holds (a few rows).
+ * index leaves out (migrations.ts version 5) and errand_jobs_lease_idx holds (a few rows).
  */
 export const QUEUES_CTE = `
 not_running(queue) AS (

@@ -24,7 +24,7 @@
  *   Enqueue and operator actions called while it is open join it (on one connection there is
  *   no other choice), as `enqueue(..., { tx: db })` does on purpose.
  */
-import type { JobRecord } from "../../job.js";
+import type { JobLogLine, JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
   FlowClaim,
@@ -209,9 +209,10 @@ export class SqliteStore implements Store {
     lease: Lease,
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
+    logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
     try {
-      return await leases.completeInTransaction(this.c, lease, worker, fn);
+      return await leases.completeInTransaction(this.c, lease, worker, fn, logs);
     } finally {
       this.notifier.flushDeferred();
     }

@@ -124,7 +124,7 @@ WITH claimed AS (
     -- A paused queue gives nothing, as in CLAIM_JOBS (an InitPlan: one probe per claim).
     AND NOT EXISTS (SELECT 1 FROM {{schema}}.paused_queues p WHERE p.queue = $4)
   RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at, j.created_at,
-            j.lease_token, j.locked_until, j.flow_key
+            j.lease_token, j.locked_until, j.flow_key, j.trace_context
 ), logged AS (
   INSERT INTO {{schema}}.flow_claims (queue, key, at)
   SELECT $4, p.key, ${NOW} FROM unnest($1::bigint[], $5::text[]) AS p(id, key)
@@ -136,7 +136,8 @@ WITH claimed AS (
   ON CONFLICT (queue) DO UPDATE SET cursor = EXCLUDED.cursor
 )
 SELECT id, queue, name, payload, priority, attempt, max_attempts, key, ${epochMs("run_at")} AS run_at,
-       ${epochMs("created_at")} AS created_at, lease_token, ${epochMs("locked_until")} AS locked_until, flow_key
+       ${epochMs("created_at")} AS created_at, lease_token, ${epochMs("locked_until")} AS locked_until, flow_key,
+       trace_context
 FROM claimed`;
 
 /** Pauses budget ($1 queue, $2 key, '' = the whole queue) for $3 ms; never shortens a longer pause. */

@@ -12,12 +12,12 @@ import { JOB_COLUMNS, JOBS, ms, NOW, notifyQueues } from "./fragments.js";
  * nothing to escape in JS, one jsonb parse on the server (as a text[] of JSON texts, each payload
  * was escaped for the array literal by node-postgres, then parsed twice by Postgres).
  */
-const insertInput = (keys: boolean) => `input AS (
+const insertInput = (keys: boolean, traced = false) => `input AS (
   SELECT nextval('{{schema}}.jobs_id_seq'::regclass) AS id, u.*
   FROM ROWS FROM (
     unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::int[]),
-    unnest($5::int[]), unnest($6::float8[]), unnest($7::float8[])${keys ? ", unnest($8::text[])" : ""}
-  ) WITH ORDINALITY AS u(queue, name, payload, priority, max_attempts, run_at_ms, delay_ms, ${keys ? "key, " : ""}ord)
+    unnest($5::int[]), unnest($6::float8[]), unnest($7::float8[])${keys ? ", unnest($8::text[])" : ""}${traced ? `, unnest($${keys ? 9 : 8}::text[])` : ""}
+  ) WITH ORDINALITY AS u(queue, name, payload, priority, max_attempts, run_at_ms, delay_ms, ${keys ? "key, " : ""}${traced ? "trace_context, " : ""}ord)
 )`;
 
 const insertRunAt = `coalesce(timestamptz 'epoch' + ${ms("run_at_ms")}, ${NOW} + ${ms("delay_ms")})`;
@@ -33,15 +33,21 @@ const NOW_MS = `(floor(extract(epoch FROM ${NOW}) * 1000))::text`;
  * transaction on the 2-core VM): 38 ms instead of 52 of server time, and no 5,000-row result to
  * parse in JS.
  */
-export const INSERT_NEW_JOBS = `
-WITH ${insertInput(false)}, inserted AS (
-  INSERT INTO ${JOBS} (id, queue, name, payload, priority, max_attempts, run_at, created_at)
+const insertNewJobs = (traced: boolean) => `
+WITH ${insertInput(false, traced)}, inserted AS (
+  INSERT INTO ${JOBS} (id, queue, name, payload, priority, max_attempts, run_at, created_at${traced ? ", trace_context" : ""})
   OVERRIDING SYSTEM VALUE
-  SELECT id, queue, name, payload, priority, max_attempts, ${insertRunAt}, ${NOW}
+  SELECT id, queue, name, payload, priority, max_attempts, ${insertRunAt}, ${NOW}${traced ? ", trace_context" : ""}
   FROM input
 )
 SELECT (SELECT string_agg(id::text, ',' ORDER BY ord) FROM input) AS ids, ${NOW_MS} AS now_ms,
        ${notifyQueues("input")} AS notified`;
+export const INSERT_NEW_JOBS = insertNewJobs(false);
+/**
+ * INSERT_NEW_JOBS for a chunk holding traced jobs (tracing): the trace contexts as one more
+ * array ($8). A statement of its own, so untraced inserts send and parse nothing more.
+ */
+export const INSERT_NEW_TRACED_JOBS = insertNewJobs(true);
 
 /**
  * Bulk insert of one chunk holding jobs with keys (insertInput, $8 keys). A duplicate
@@ -59,11 +65,11 @@ SELECT (SELECT string_agg(id::text, ',' ORDER BY ord) FROM input) AS ids, ${NOW_
  * is the input, and run_at/created_at follow from that one instant. Sending 5,000 payloads back
  * and parsing 10,000 timestamps cost more than the insert itself.
  */
-export const INSERT_JOBS = `
-WITH ${insertInput(true)}, inserted AS (
-  INSERT INTO ${JOBS} (id, queue, name, payload, priority, max_attempts, run_at, key, created_at)
+const insertJobs = (traced: boolean) => `
+WITH ${insertInput(true, traced)}, inserted AS (
+  INSERT INTO ${JOBS} (id, queue, name, payload, priority, max_attempts, run_at, key, created_at${traced ? ", trace_context" : ""})
   OVERRIDING SYSTEM VALUE
-  SELECT id, queue, name, payload, priority, max_attempts, ${insertRunAt}, key, ${NOW}
+  SELECT id, queue, name, payload, priority, max_attempts, ${insertRunAt}, key, ${NOW}${traced ? ", trace_context" : ""}
   FROM input
   ORDER BY queue, key, ord
   ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
@@ -71,6 +77,9 @@ WITH ${insertInput(true)}, inserted AS (
 )
 SELECT i.ord, j.id, ${NOW_MS} AS now_ms, ${notifyQueues("inserted")} AS notified
 FROM inserted j JOIN input i ON i.id = j.id`;
+export const INSERT_JOBS = insertJobs(false);
+/** INSERT_JOBS for a chunk holding traced jobs: the trace contexts as one more array ($9). */
+export const INSERT_TRACED_JOBS = insertJobs(true);
 
 /** Existing jobs for (queue, key) pairs: $1 queues, $2 keys. */
 export const SELECT_JOBS_BY_KEYS = `

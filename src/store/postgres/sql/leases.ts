@@ -62,11 +62,11 @@ WITH c AS (
       locked_until = ${NOW} + ${ms("$4::float8")}, started_at = ${NOW}, progress = NULL
   WHERE j.id = ANY(ARRAY(SELECT id FROM c)) AND j.state = ${opaque("'pending'::text")}
   RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at, j.created_at,
-            j.lease_token, j.locked_until
+            j.lease_token, j.locked_until, j.trace_context
 )
 SELECT row_number() OVER (ORDER BY priority DESC, run_at, id) AS ord, id, queue, name, payload, priority, attempt,
        max_attempts, key, ${epochMs("run_at")} AS run_at, ${epochMs("created_at")} AS created_at, lease_token,
-       ${epochMs("locked_until")} AS locked_until
+       ${epochMs("locked_until")} AS locked_until, trace_context
 FROM claimed`;
 
 /**
@@ -106,7 +106,7 @@ const CANCELLING = "(j.cancel_requested AND u.kind <> 'completed')";
  * migrations.ts version 3): no error fields, a worker and a start time to rebuild it from.
  */
 const IMPLICIT =
-  "(u.kind = 'completed' AND u.error IS NULL AND u.worker IS NOT NULL AND j.started_at IS NOT NULL)";
+  "(u.kind = 'completed' AND u.error IS NULL AND u.logs IS NULL AND u.worker IS NOT NULL AND j.started_at IS NOT NULL)";
 
 /**
  * Applies a batch of outcomes in one statement, each fenced by its lease token (a stale token or
@@ -117,7 +117,8 @@ const IMPLICIT =
  *   released → pending now (not charged, outcome "interrupted");
  * - leaving "pending" stamps finished_at; the lease and the cancel request are cleared.
  * Arrays: $1 id, $2 token, $3 kind, $4 delay ms, $5 result JSON (completed only), $6 worker,
- * $7 error message, $8 stack, $9 error kind. Returns the (id, token) pairs applied.
+ * $7 error message, $8 stack, $9 error kind, $10 the attempt's job log (JSON array text, or
+ * null: no `logs` in the entry). Returns the (id, token) pairs applied.
  *
  * What does not depend on the row is computed once per outcome in "u"; what depends on the row
  * (the cancel request, the attempt, started_at) is read in SET, from the row version the UPDATE
@@ -142,9 +143,10 @@ WITH u AS (
          u.kind IN ('snoozed', 'released') AS uncharge,
          CASE WHEN u.kind IN ('retry', 'snoozed') THEN ${NOW} + ${ms("coalesce(u.delay_ms, 0)")}
               WHEN u.kind = 'released' THEN ${NOW} END AS retry_at,
-         jsonb_strip_nulls(jsonb_build_object('error', u.error, 'stack', u.stack, 'kind', u.error_kind)) AS error_fields
-  FROM unnest(${["$1::bigint[]", "$2::int[]", "$3::text[]", "$4::float8[]", "$5::text[]", "$6::text[]", "$7::text[]", "$8::text[]", "$9::text[]"].map(opaque).join(", ")})
-    AS u(id, token, kind, delay_ms, result, worker, error, stack, error_kind)
+         jsonb_strip_nulls(jsonb_build_object('error', u.error, 'stack', u.stack, 'kind', u.error_kind)) AS error_fields,
+         CASE WHEN u.logs IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('logs', u.logs::jsonb) END AS log_field
+  FROM unnest(${["$1::bigint[]", "$2::int[]", "$3::text[]", "$4::float8[]", "$5::text[]", "$6::text[]", "$7::text[]", "$8::text[]", "$9::text[]", "$10::text[]"].map(opaque).join(", ")})
+    AS u(id, token, kind, delay_ms, result, worker, error, stack, error_kind, logs)
 ), finished AS (
   UPDATE ${JOBS} j
   SET state = CASE WHEN ${CANCELLING} THEN 'cancelled' ELSE u.to_state END,
@@ -156,6 +158,7 @@ WITH u AS (
                            'finishedAt', ${iso(NOW)}, 'worker', u.worker,
                            'outcome', CASE WHEN ${CANCELLING} THEN 'cancelled' ELSE u.outcome END)
         || u.error_fields
+        || u.log_field
         || CASE WHEN ${CANCELLING} OR u.retry_at IS NULL THEN '{}'::jsonb
                 ELSE jsonb_build_object('retryAt', ${iso("u.retry_at")}) END) END,
       completed_by = CASE WHEN ${IMPLICIT} THEN u.worker END,
