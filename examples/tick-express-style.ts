@@ -1,15 +1,12 @@
 /**
- * The tick as a Node `(req, res)` handler — for Express, Fastify and plain node:http.
+ * The tick as a Node `(req, res)` handler — for Express and plain node:http.
  * `toNodeHandler` adapts errand's Fetch handler; nothing else is needed (no Express dependency).
  *
  *   // Express
  *   app.post("/api/cron/tick", toNodeHandler(createTickHandler(errand)));
  *
- *   // Fastify
- *   fastify.post("/api/cron/tick", async (request, reply) => {
- *     reply.hijack();
- *     await tickNode(request.raw, reply.raw);
- *   });
+ *   // Fastify: a plugin whose scope leaves the body to errand (examples/frameworks/fastify.ts)
+ *   await fastify.register(toFastifyPlugin(createTickHandler(errand)), { prefix: "/api/cron/tick" });
  *
  * The tick ignores its body, so a JSON body parser in front of it does no harm.
  * Here, plain node:http with a hand-written route table in the Express style:

@@ -6,8 +6,8 @@
  *   // Next.js: app/api/cron/tick/route.ts
  *   export const POST = createTickHandler(errand);
  *
- *   // Hono
- *   app.post("/api/cron/tick", (c) => tick(c.req.raw));
+ *   // Hono (toHonoHandler also works after middleware has read the body)
+ *   app.post("/api/cron/tick", toHonoHandler(tick));
  *
  *   // Bun
  *   Bun.serve({ fetch: createFetchHandler(errand) });     // the tick plus the API and dashboard

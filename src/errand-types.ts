@@ -59,7 +59,10 @@ export interface EnqueueOptions {
   dependsOn?: readonly DependencyRef[];
   /** When a dependency fails for good or is cancelled: fail this job (default), cancel it, or run it anyway. */
   onDependencyFailure?: DependencyFailurePolicy;
-  /** The caller's transaction: a node-postgres client inside BEGIN, or a better-sqlite3 Database. */
+  /**
+   * The caller's transaction: a node-postgres client inside BEGIN, a better-sqlite3 Database, or
+   * an ORM's transaction through fromDrizzle, fromKysely, fromKnex or fromPrisma.
+   */
   tx?: TxHandle;
 }
 

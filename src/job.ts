@@ -85,7 +85,7 @@ export interface OnceOptions {
   scope?: "job" | "global";
 }
 
-/** A transaction handle of the caller's: a node-postgres client, or a better-sqlite3 Database. */
+/** A transaction handle of the caller's: a node-postgres client, a better-sqlite3 Database, or an ORM adapter's (src/orm/). */
 export type TxHandle = unknown;
 
 /** What a handler receives besides its payload. */

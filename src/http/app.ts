@@ -1,8 +1,9 @@
 /**
  * errand's HTTP surface as one Fetch-API handler (Request → Response): the cron tick endpoint,
  * the JSON API, Prometheus metrics and the dashboard. `errand serve` mounts it on node:http;
- * an application mounts it in its own framework (Next.js route handlers, Hono, Bun take a
- * Fetch handler as is; Express/Fastify/node:http take the Node adapter in node.ts).
+ * an application mounts it in its own framework (Next.js route handlers and Bun take a Fetch
+ * handler as is; Express, NestJS and node:http take the Node adapter in node.ts, Fastify the
+ * plugin in fastify.ts, Hono the handler in hono.ts).
  */
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";

@@ -3,7 +3,7 @@ import { Readable } from "node:stream";
 import type { FetchHandler } from "./types.js";
 
 /**
- * Adapts a Fetch handler to Node's `(req, res)` for node:http, Express and Fastify (`reply.raw`).
+ * Adapts a Fetch handler to Node's `(req, res)` for node:http, Express and NestJS (Fastify: fastify.ts).
  * The body is streamed through untouched; routes enforce their own size limits. When a body parser
  * mounted before errand (`express.json()`, `express.urlencoded()`, `express.raw()`) has read the
  * stream already, the body it left on `req.body` is used instead: reading the stream again is

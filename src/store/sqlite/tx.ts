@@ -33,8 +33,11 @@ function mainFile(db: Db, statements: Statements): string {
 /** `tx` as a Database on errand's own file (`own`), or a ValidationError saying what it is instead. */
 export function checkTxHandle(tx: unknown, own: Db, statements: Statements): Db {
   if (!isDatabase(tx)) {
+    // fromKysely / fromKnex / fromPrisma wrap a PostgreSQL transaction; their `orm` names it.
+    const orm = (tx as { orm?: unknown } | null)?.orm;
+    const got = typeof orm === "string" ? `a ${orm} transaction wrapped for PostgreSQL` : describe(tx);
     throw new ValidationError(
-      `enqueue tx: the SQLite store joins the transaction of a better-sqlite3 Database — pass that Database as tx; got ${describe(tx)}`,
+      `enqueue tx: the SQLite store joins the transaction of a better-sqlite3 Database — pass that Database as tx (with an ORM, the one it runs on); got ${got}`,
     );
   }
   if (!tx.open) throw new ValidationError("enqueue tx: the better-sqlite3 Database passed as tx is closed");
