@@ -9,6 +9,7 @@ import { ValidationError } from "../../errors.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
+import { freesSlots } from "./flow.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
 import { compareIds, isJobId, type Row, toClaimed } from "./rows.js";
@@ -96,9 +97,11 @@ export async function finishJobs(
     .map((i) => outcomes[i] as Outcome)
     .sort((a, b) => compareIds(a.id, b.id));
   const wasListening = notifier.isListening;
+  // A store that claims a concurrency-limited queue also wakes the workers waiting for a slot.
+  const freeing = freesSlots(db);
   const { rows } = await (batch.every(isPlainCompletion)
-    ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
-    : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+    ? db.run(freeing ? "FINISH_COMPLETED_FREEING" : "FINISH_COMPLETED", completionValues(batch), on, true)
+    : db.run(freeing ? "FINISH_JOBS_FREEING" : "FINISH_JOBS", outcomeValues(batch), on, true));
   const applied = new Map<string, number>();
   for (const r of rows as Row[]) applied.set(byPair ? `${r.id}:${r.token}` : String(r.id), Number(r.token));
   notifyLocally(notifier, wasListening, () => pendingQueues(rows));

@@ -5,15 +5,18 @@
  */
 import type Database from "better-sqlite3";
 import {
+  type ClaimBatch,
   type DueJob,
   dueOrder,
   type FlowState,
+  keyRoom,
   keysToVisit,
   NO_KEY,
   planFlowClaim,
+  queueRoom,
   rateWindowMs,
 } from "../flow-plan.js";
-import type { ClaimedJob, FlowClaim, FlowClaimRequest, FlowStatus } from "../types.js";
+import type { ClaimedJob, FlowClaim, FlowClaimRequest, FlowLimits, FlowStatus } from "../types.js";
 import type { Connection } from "./connection.js";
 import * as Q from "./flow-queries.js";
 import { isQueuePaused } from "./pauses.js";
@@ -38,77 +41,101 @@ function claimIn(c: Connection, req: FlowClaimRequest): FlowClaim {
   const now = c.now();
   const windowMs = rateWindowMs(flow);
   if (windowMs > 0) c.q(Q.FLOW_FORGET_CLAIMS).run({ queue, since: now - windowMs });
-  const { running, claims, pausedUntil } = readFlowState(c, queue, now, windowMs);
+  // Running jobs matter to concurrency limits only; the queue's total is an index-only count.
+  const running =
+    flow.keyConcurrency !== undefined
+      ? readRunning(c, queue)
+      : flow.globalConcurrency !== undefined
+        ? new Map([[NO_KEY, (c.q(Q.FLOW_RUNNING_TOTAL).get({ queue }) as { n: number }).n]])
+        : new Map<string, number>();
+  const claims = windowMs > 0 ? readClaims(c, queue, now - windowMs) : new Map<string, ClaimBatch[]>();
+  const pausedUntil = readPauses(c, queue, now);
   const cursor = (c.q(Q.FLOW_CURSOR).get({ queue }) as { cursor: string } | undefined)?.cursor ?? null;
   const state: FlowState = { now, running, claims, pausedUntil, cursor };
-  const due = dueJobs(c, queue, now, req.limit, cursor, keysToVisit(req.limit, state));
+  const due = dueJobs(c, req, flow, state);
   const plan = planFlowClaim(flow, state, due, req.limit);
+  if (plan.picks.length === 0) return { jobs: [], held: plan.held, retryInMs: plan.retryInMs };
+  const rows = c.q(Q.FLOW_CLAIM_JOBS).all({
+    ids: JSON.stringify(plan.picks.map((p) => p.job.id)),
+    worker: req.workerId,
+    now,
+    leaseMs: req.leaseMs,
+  }) as (ClaimRow & { flow_key: string | null })[];
+  const byId = new Map(rows.map((r) => [r.id, r]));
   const jobs: ClaimedJob[] = [];
-  const claim = c.q(Q.FLOW_CLAIM_JOB);
-  const record = c.q(Q.FLOW_RECORD_CLAIM);
+  const taken = new Map<string, number>();
   for (const pick of plan.picks) {
-    const row = claim.get({ id: pick.job.id, worker: req.workerId, now, leaseMs: req.leaseMs }) as
-      | (ClaimRow & { flow_key: string | null })
-      | undefined;
+    const row = byId.get(Number(pick.job.id));
     if (!row) continue;
     jobs.push({ ...claimedFromRow(row), flowKey: row.flow_key });
-    if (windowMs > 0) record.run({ queue, key: pick.key, now });
+    taken.set(pick.key, (taken.get(pick.key) ?? 0) + 1);
+  }
+  if (windowMs > 0) {
+    const record = c.q(Q.FLOW_RECORD_CLAIM);
+    for (const [key, n] of taken) record.run({ queue, key, now, n });
   }
   if (plan.cursor !== null && plan.cursor !== cursor)
     c.q(Q.FLOW_SET_CURSOR).run({ queue, cursor: plan.cursor });
   return { jobs, held: plan.held, retryInMs: plan.retryInMs };
 }
 
+type DueRow = { id: number; priority: number; run_at: number };
+const toDue = (rows: DueRow[]): DueJob[] =>
+  rows.map((j) => ({ id: j.id, priority: j.priority, runAt: j.run_at }));
+
 /**
- * Up to `limit` due jobs of each of up to `maxKeys` flow keys, the keys in rotation order (after
- * `cursor`, then from the start), walked one index probe per key; and the jobs without a key.
+ * The candidates of one claim, by flow key: the keys in rotation order (after the cursor, then
+ * from the start), one index probe each, until as many keys can give a job as the queue has room
+ * for (or keysToVisit's bound); then a share of the claim from each key with room, and enough
+ * of the others' to count what a limit holds back; and the jobs without a key. A claim of 50 jobs
+ * over 100 keys with room visits ~50 keys, one due job each. The Postgres function walks the same
+ * way (postgres/sql/flow-claim-function.ts).
  */
 function dueJobs(
   c: Connection,
-  queue: string,
-  now: number,
-  limit: number,
-  cursor: string | null,
-  maxKeys: number,
+  req: FlowClaimRequest,
+  flow: FlowLimits,
+  state: FlowState,
 ): Map<string, DueJob[]> {
+  const { queue, limit } = req;
+  const { now, cursor } = state;
   const first = c.q(Q.FLOW_FIRST_KEY);
   const next = c.q(Q.FLOW_NEXT_KEY);
+  const keyDue = c.q(Q.FLOW_KEY_DUE);
   const keyAfter = (after: string | null) =>
     ((after === null ? first.get({ queue }) : next.get({ queue, after })) as { key: string } | undefined)
       ?.key ?? null;
-  const keys: string[] = [];
-  for (let k = keyAfter(cursor); k !== null && keys.length < maxKeys; k = keyAfter(k)) keys.push(k);
+  const room = queueRoom(flow, state, limit).room;
+  const maxKeys = keysToVisit(limit, state);
+  const visited: { key: string; room: number; head: DueJob[] }[] = [];
+  let seen = 0;
+  let usable = 0;
+  const visit = (key: string): boolean => {
+    seen++;
+    const head = toDue(keyDue.all({ queue, key, now, limit: 1 }) as DueRow[]);
+    if (head.length > 0) {
+      const r = keyRoom(flow, state, key).room;
+      visited.push({ key, room: r, head });
+      if (r > 0) usable++;
+    }
+    return usable < room && seen < maxKeys;
+  };
+  let going = true;
+  for (let k = keyAfter(cursor); going && k !== null; k = keyAfter(k)) going = visit(k);
   if (cursor !== null)
-    for (let k = keyAfter(null); k !== null && k <= cursor && keys.length < maxKeys; k = keyAfter(k))
-      keys.push(k);
+    for (let k = keyAfter(null); going && k !== null && k <= cursor; k = keyAfter(k)) going = visit(k);
+  const unkeyed = toDue(
+    c.q(Q.FLOW_UNKEYED_DUE).all({ queue, now, limit, window: Math.max(limit, 100) }) as DueRow[],
+  );
   const due = new Map<string, DueJob[]>();
-  const keyDue = c.q(Q.FLOW_KEY_DUE);
-  // A claim takes one job per key per turn: each key's share of `limit` is enough.
-  const share = Math.ceil(limit / Math.max(1, keys.length));
-  for (const key of keys) {
-    const jobs = keyDue.all({ queue, key, now, limit: share }) as {
-      id: number;
-      priority: number;
-      run_at: number;
-    }[];
-    if (jobs.length > 0)
-      due.set(
-        key,
-        jobs.map((j) => ({ id: j.id, priority: j.priority, runAt: j.run_at })),
-      );
+  // A claim takes one job per key per turn: a share of it is enough from each key with room.
+  const share = Math.ceil(limit / Math.max(1, usable + (unkeyed.length > 0 ? 1 : 0)));
+  const blockedShare = Math.ceil(limit / Math.max(1, visited.length));
+  for (const { key, room: r, head } of visited) {
+    const want = r > 0 ? share : blockedShare;
+    due.set(key, want > 1 ? toDue(keyDue.all({ queue, key, now, limit: want }) as DueRow[]) : head);
   }
-  const unkeyed = c.q(Q.FLOW_UNKEYED_DUE).all({ queue, now, limit }) as {
-    id: number;
-    priority: number;
-    run_at: number;
-  }[];
-  if (unkeyed.length > 0) {
-    const list = [
-      ...(due.get(NO_KEY) ?? []),
-      ...unkeyed.map((j) => ({ id: j.id, priority: j.priority, runAt: j.run_at })),
-    ];
-    due.set(NO_KEY, list.sort(dueOrder));
-  }
+  if (unkeyed.length > 0) due.set(NO_KEY, [...(due.get(NO_KEY) ?? []), ...unkeyed].sort(dueOrder));
   return due;
 }
 
@@ -122,24 +149,39 @@ export function flowStatus(c: Connection, req: { queue: string; windowMs: number
 
 /** Running jobs, claims within `windowMs` (oldest first) and paused budgets of a queue, by flow key. */
 function readFlowState(c: Connection, queue: string, now: number, windowMs: number): Omit<FlowStatus, "now"> {
-  const running = new Map<string, number>();
-  for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[]) running.set(r.key, r.n);
   const claims = new Map<string, number[]>();
   if (windowMs > 0) {
-    for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since: now - windowMs }) as {
-      key: string;
-      at: number;
-    }[]) {
-      const times = claims.get(r.key);
-      if (times) times.push(r.at);
-      else claims.set(r.key, [r.at]);
-    }
+    for (const [key, batches] of readClaims(c, queue, now - windowMs))
+      claims.set(
+        key,
+        batches.flatMap((b) => Array<number>(b.n).fill(b.at)).sort((x, y) => x - y),
+      );
   }
-  for (const times of claims.values()) times.sort((x, y) => x - y);
+  return { running: readRunning(c, queue), claims, pausedUntil: readPauses(c, queue, now) };
+}
+
+function readRunning(c: Connection, queue: string): Map<string, number> {
+  const running = new Map<string, number>();
+  for (const r of c.q(Q.FLOW_RUNNING).all({ queue }) as { key: string; n: number }[])
+    running.set(r.key, (running.get(r.key) ?? 0) + r.n);
+  return running;
+}
+
+function readClaims(c: Connection, queue: string, since: number): Map<string, ClaimBatch[]> {
+  const claims = new Map<string, ClaimBatch[]>();
+  for (const r of c.q(Q.FLOW_CLAIMS).all({ queue, since }) as { key: string; at: number; n: number }[]) {
+    const batches = claims.get(r.key);
+    if (batches) batches.push({ at: r.at, n: r.n });
+    else claims.set(r.key, [{ at: r.at, n: r.n }]);
+  }
+  return claims;
+}
+
+function readPauses(c: Connection, queue: string, now: number): Map<string, number> {
   const pausedUntil = new Map<string, number>();
   for (const r of c.q(Q.FLOW_PAUSES).all({ queue, now }) as { key: string; until: number }[])
     pausedUntil.set(r.key, r.until);
-  return { running, claims, pausedUntil };
+  return pausedUntil;
 }
 
 export function pauseFlow(c: Connection, req: { queue: string; key: string | null; ms: number }): void {

@@ -163,6 +163,16 @@ CREATE TABLE errand_flow_cursors (
 );
 `,
   },
+  {
+    version: 10,
+    name: "flow control: the claim log counted per key",
+    // One row per key per claim with the number of jobs it took (was one row per job): a
+    // non-binding rate limit of 10,000/s kept 10,000 rows a window for every claim to read. An
+    // older errand's rows read as n = 1. Not breaking.
+    sql: `
+ALTER TABLE errand_flow_claims ADD COLUMN n INTEGER NOT NULL DEFAULT 1;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */
