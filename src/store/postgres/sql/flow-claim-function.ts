@@ -92,6 +92,10 @@ DECLARE
   v_usable int;
   v_visited_due int;
   v_unkeyed boolean;
+  -- How far down the queue's claim order the keyless group is looked for: the whole claim when
+  -- the queue has no per-key limit (its jobs are mostly keyless), else the first 100 due jobs
+  -- (each costs a heap fetch, and a keyed backlog has none to find).
+  v_unkeyed_window int := CASE WHEN p_key_limit IS NULL AND p_key_rate IS NULL THEN greatest(p_limit, 100) ELSE 100 END;
   v_retry float8;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
@@ -174,8 +178,13 @@ BEGIN
                 THEN ${windowFrees("c.key = k.key", "p_key_rate", "p_key_rate_ms")} END)))
   INTO v_retry FROM unnest(v_keys, v_due) AS k(key, due) WHERE k.due;
 
-  v_unkeyed := EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
-      AND j.run_at <= v_now AND (j.flow_key IS NULL OR j.flow_key = ''));
+  -- Does the keyless group have a due job, among the same candidates as below (a bounded walk
+  -- of jobs_claim_idx: an unbounded one read every pending job of a keyed backlog per claim).
+  v_unkeyed := EXISTS (SELECT 1 FROM (SELECT j.flow_key FROM ${JOBS} j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
+      ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window) h WHERE h.flow_key IS NULL)
+    OR EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
+      AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now);
 
   RETURN QUERY
   WITH cand AS (
@@ -198,7 +207,7 @@ BEGIN
       SELECT h.id, h.priority, h.run_at FROM (
         SELECT j.id, j.flow_key, j.priority, j.run_at FROM ${JOBS} j
         WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
-        ORDER BY j.priority DESC, j.run_at, j.id LIMIT greatest(p_limit, 100)
+        ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window
       ) h WHERE h.flow_key IS NULL
       UNION ALL
       (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
