@@ -14,23 +14,40 @@ GROUP BY flow_key`;
 export const FLOW_RUNNING_TOTAL =
   "SELECT count(*) AS n FROM errand_jobs WHERE queue = @queue AND state = 'running'";
 
-/** The first flow key with pending jobs in a queue (errand_jobs_flow_idx; text compares by code point, BINARY). */
-export const FLOW_FIRST_KEY = `
-SELECT flow_key AS key FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL
-ORDER BY flow_key LIMIT 1`;
+/**
+ * Up to @limit flow keys with pending jobs in key order, after @after (FLOW_KEYS_AFTER) or from
+ * the first (FLOW_KEYS_FIRST), none past @upto when it is set: one statement walking
+ * errand_jobs_flow_idx one probe per key (was one statement per key).
+ */
+export const FLOW_KEYS_AFTER = `WITH RECURSIVE w(key, n) AS (
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
+   ORDER BY flow_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
+   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
+)
+SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
+export const FLOW_KEYS_FIRST = `WITH RECURSIVE w(key, n) AS (
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL ORDER BY flow_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
+   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
+)
+SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
 
-/** The next flow key after @after: one probe of errand_jobs_flow_idx. */
-export const FLOW_NEXT_KEY = `
-SELECT flow_key AS key FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
-ORDER BY flow_key LIMIT 1`;
-
-/** One key's first @limit due jobs in claim order. */
-export const FLOW_KEY_DUE = `
-SELECT id, priority, run_at FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key = @key AND run_at <= @now
-ORDER BY priority DESC, run_at, id LIMIT @limit`;
+/** The first @limit due jobs of each key of @keys (a JSON array), in claim order within each key. */
+export const FLOW_KEYS_DUE = `
+SELECT k.value AS key, j.id, j.priority, j.run_at FROM json_each(@keys) k, errand_jobs j
+WHERE j.id IN (
+  SELECT id FROM errand_jobs
+  WHERE queue = @queue AND state = 'pending' AND flow_key = k.value AND run_at <= @now
+  ORDER BY priority DESC, run_at, id LIMIT @limit
+)
+ORDER BY k.key, j.priority DESC, j.run_at, j.id`;
 
 /**
  * Jobs without a flow key, among the queue's first @window due jobs, through

@@ -85,11 +85,11 @@ const toDue = (rows: DueRow[]): DueJob[] =>
 
 /**
  * The candidates of one claim, by flow key: the keys in rotation order (after the cursor, then
- * from the start), one index probe each, until as many keys can give a job as the queue has room
- * for (or keysToVisit's bound); then a share of the claim from each key with room, and enough
- * of the others' to count what a limit holds back; and the jobs without a key. A claim of 50 jobs
- * over 100 keys with room visits ~50 keys, one due job each. The Postgres function walks the same
- * way (postgres/sql/flow-claim-function.ts).
+ * from the start), enough of them for the queue's room plus the keys the state shows blocked
+ * (running at their cap, paused, their rate window full) — keysToVisit's bound at most; a share
+ * of the claim from each key with room and enough of the others' to count what a limit holds
+ * back; and the jobs without a key. Four statements whatever the number of keys (the walk and
+ * the reads were two statements per key: 300 for a claim over 100 keys).
  */
 function dueJobs(
   c: Connection,
@@ -99,42 +99,47 @@ function dueJobs(
 ): Map<string, DueJob[]> {
   const { queue, limit } = req;
   const { now, cursor } = state;
-  const first = c.q(Q.FLOW_FIRST_KEY);
-  const next = c.q(Q.FLOW_NEXT_KEY);
-  const keyDue = c.q(Q.FLOW_KEY_DUE);
-  const keyAfter = (after: string | null) =>
-    ((after === null ? first.get({ queue }) : next.get({ queue, after })) as { key: string } | undefined)
-      ?.key ?? null;
   const room = queueRoom(flow, state, limit).room;
-  const maxKeys = keysToVisit(limit, state);
-  const visited: { key: string; room: number; head: DueJob[] }[] = [];
-  let seen = 0;
-  let usable = 0;
-  const visit = (key: string): boolean => {
-    seen++;
-    const head = toDue(keyDue.all({ queue, key, now, limit: 1 }) as DueRow[]);
-    if (head.length > 0) {
-      const r = keyRoom(flow, state, key).room;
-      visited.push({ key, room: r, head });
-      if (r > 0) usable++;
-    }
-    return usable < room && seen < maxKeys;
-  };
-  let going = true;
-  for (let k = keyAfter(cursor); going && k !== null; k = keyAfter(k)) going = visit(k);
-  if (cursor !== null)
-    for (let k = keyAfter(null); going && k !== null && k <= cursor; k = keyAfter(k)) going = visit(k);
+  const named = new Set([...state.running.keys(), ...state.claims.keys(), ...state.pausedUntil.keys()]);
+  let blocked = 0;
+  for (const key of named) if (key !== NO_KEY && keyRoom(flow, state, key).room <= 0) blocked++;
+  const want = Math.min(keysToVisit(limit, state), room + blocked + 1);
+  const walk = (after: string | null, upto: string | null, n: number) =>
+    n <= 0
+      ? []
+      : (
+          c
+            .q(after === null ? Q.FLOW_KEYS_FIRST : Q.FLOW_KEYS_AFTER)
+            .all({ queue, limit: n, upto, ...(after === null ? {} : { after }) }) as { key: string }[]
+        ).map((r) => r.key);
+  const keys = walk(cursor, null, want);
+  if (cursor !== null) keys.push(...walk(null, cursor, want - keys.length));
+  const open = keys.filter((k) => keyRoom(flow, state, k).room > 0);
+  const shut = keys.filter((k) => keyRoom(flow, state, k).room <= 0);
+  // The keyless group among the whole claim's worth of jobs when the queue has no per-key limit,
+  // else among the first 100 (each a table lookup, and a keyed backlog has none to find).
+  const keyed = flow.keyConcurrency !== undefined || flow.keyRate !== undefined;
   const unkeyed = toDue(
-    c.q(Q.FLOW_UNKEYED_DUE).all({ queue, now, limit, window: Math.max(limit, 100) }) as DueRow[],
+    c
+      .q(Q.FLOW_UNKEYED_DUE)
+      .all({ queue, now, limit, window: keyed ? 100 : Math.max(limit, 100) }) as DueRow[],
   );
   const due = new Map<string, DueJob[]>();
+  const read = (list: string[], share: number) => {
+    if (list.length === 0) return;
+    const rows = c
+      .q(Q.FLOW_KEYS_DUE)
+      .all({ queue, now, limit: share, keys: JSON.stringify(list) }) as (DueRow & { key: string })[];
+    for (const r of rows) {
+      const jobs = due.get(r.key);
+      const job = { id: r.id, priority: r.priority, runAt: r.run_at };
+      if (jobs) jobs.push(job);
+      else due.set(r.key, [job]);
+    }
+  };
   // A claim takes one job per key per turn: a share of it is enough from each key with room.
-  const share = Math.ceil(limit / Math.max(1, usable + (unkeyed.length > 0 ? 1 : 0)));
-  const blockedShare = Math.ceil(limit / Math.max(1, visited.length));
-  for (const { key, room: r, head } of visited) {
-    const want = r > 0 ? share : blockedShare;
-    due.set(key, want > 1 ? toDue(keyDue.all({ queue, key, now, limit: want }) as DueRow[]) : head);
-  }
+  read(open, Math.ceil(limit / Math.max(1, open.length + (unkeyed.length > 0 ? 1 : 0))));
+  read(shut, Math.ceil(limit / Math.max(1, keys.length)));
   if (unkeyed.length > 0) due.set(NO_KEY, [...(due.get(NO_KEY) ?? []), ...unkeyed].sort(dueOrder));
   return due;
 }
