@@ -1,7 +1,8 @@
 /**
  * The cost of flow control when its limits do not bind (issue 16: at most 20% lower throughput):
- * one in-process worker (concurrency 50) drains N no-op jobs of three queues in turn — no flow
- * control, a global concurrency limit of 10,000, and a per-key limit of 10,000 over 100 keys —
+ * one in-process worker (concurrency 50) drains N no-op jobs of four queues in turn — no flow
+ * control, a global concurrency limit of 10,000, a per-key limit of 10,000 over 100 keys, and a
+ * queue-wide rate limit of 1,000,000 per second —
  * on PostgreSQL and on SQLite. Reports jobs/s per queue and the ratios to the plain queue.
  *
  *   node --import tsx bench/flow-control.ts [N=5000] [rounds=3]
@@ -33,7 +34,14 @@ const perKey = defineJob({
   concurrency: { key: (p) => p.key, limit: 10_000 },
   run: () => {},
 });
-const JOBS = [plain, global, perKey];
+const rate = defineJob({
+  name: "rate",
+  queue: "rate",
+  schema,
+  rateLimit: { limit: 1_000_000, per: "1s" },
+  run: () => {},
+});
+const JOBS = [plain, global, perKey, rate];
 
 async function drain(errand: Errand, def: (typeof JOBS)[number]): Promise<number> {
   await errand.enqueueMany(
@@ -56,7 +64,7 @@ async function drain(errand: Errand, def: (typeof JOBS)[number]): Promise<number
 }
 
 async function run(name: string, open: () => Promise<{ errand: Errand; cleanup(): Promise<void> }>) {
-  const rates: Record<string, number[]> = { plain: [], global: [], "per-key": [] };
+  const rates: Record<string, number[]> = { plain: [], global: [], "per-key": [], rate: [] };
   for (let r = 0; r < ROUNDS; r++) {
     for (const def of JOBS) {
       const { errand, cleanup } = await open();

@@ -1,4 +1,5 @@
 /** bench/RESULTS.md: a table per workload with medians, ranges and ratios to errand; the aims of issue 7. */
+import { flowAims, flowTable } from "./flow-report.js";
 import { advantage, type BenchResults, fmt, summarize } from "./results.js";
 import type { Metric } from "./workloads.js";
 
@@ -252,7 +253,7 @@ export function renderReport(results: BenchResults): string {
     "## Results",
     "",
   );
-  for (const w of results.workloads) lines.push(...workloadTable(results, w));
+  for (const w of results.workloads) lines.push(...(w.group === "flow" ? flowTable(results, w) : workloadTable(results, w)));
 
   lines.push(
     "## Aims of issue 7",
@@ -262,7 +263,7 @@ export function renderReport(results: BenchResults): string {
     "| Aim | Status | Measured |",
     "| --- | --- | --- |",
   );
-  for (const a of aims(results))
+  for (const a of [...aims(results), ...flowAims(results)])
     lines.push(`| ${a.aim} | ${a.status === "NOT MET" ? "**NOT MET**" : a.status} | ${a.detail} |`);
   lines.push(
     "",

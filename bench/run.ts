@@ -10,7 +10,7 @@
  *   npm run bench -- --budget 45        seconds a processing/mixed run may take (default 90, quick 20)
  *
  * --workload takes names or prefixes: bulk, single, process (or process-c50-p4), latency
- * (or latency-100), mixed. Writes bench/RESULTS.md, bench/results.svg and bench/results.json
+ * (or latency-100), mixed, flow (errand only: flow control that does not bind, against none). Writes bench/RESULTS.md, bench/results.svg and bench/results.json
  * (unless --no-write). Needs PostgreSQL on 127.0.0.1:5432 (BENCH_PG_URL) and Redis on
  * 127.0.0.1:6379 (BENCH_REDIS_URL).
  */
@@ -279,7 +279,7 @@ function mergeEarlier(results: BenchResults, file: string): void {
   }
   for (const s of earlier.systems)
     if (!results.systems.some((x) => x.name === s.name)) results.systems.push(s);
-  const order = ["bulk", "single", "process", "latency", "mixed"];
+  const order = ["bulk", "single", "process", "latency", "mixed", "flow"];
   results.workloads.sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
   results.merged = label;
 }
@@ -355,7 +355,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const total = chosen.length * runs * usable.length;
+  const total = chosen.reduce((n, w) => n + runs * usable.filter((s) => !w.systems || w.systems.includes(s.name)).length, 0);
   let index = 0;
   const onSignal = () => {
     log("interrupted: cleaning up");
@@ -370,7 +370,7 @@ async function main(): Promise<void> {
       log(`\n== ${w.title}`);
       for (let run = 1; run <= runs; run++) {
         // Round-robin by run, starting one system later each round.
-        const order = usable.map((_, i) => usable[(i + run - 1) % usable.length]);
+        const order = usable.map((_, i) => usable[(i + run - 1) % usable.length]).filter((s) => !w.systems || w.systems.includes(s.name));
         for (const system of order) {
           index++;
           const t0 = performance.now();

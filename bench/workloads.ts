@@ -3,7 +3,7 @@
  * on a fresh schema / key prefix / file (setup and teardown are not timed).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Adapter, JobSpec, SystemDef, Target, WorkerSettings } from "./adapters/types.js";
+import type { Adapter, FlowCondition, JobSpec, SystemDef, Target, WorkerSettings } from "./adapters/types.js";
 import { now } from "./adapters/types.js";
 import { WorkerProcs } from "./children.js";
 import { settle } from "./settle.js";
@@ -27,12 +27,14 @@ export interface RunScope {
 
 export interface WorkloadDef {
   name: string;
-  group: "bulk" | "single" | "process" | "latency" | "mixed";
+  group: "bulk" | "single" | "process" | "latency" | "mixed" | "flow";
   title: string;
   description: string;
   /** The first is the headline figure. */
   metrics: Metric[];
   timeoutMs: number;
+  /** The systems it applies to (default: every system). */
+  systems?: string[];
   run(system: SystemDef, scope: RunScope): Promise<Record<string, number>>;
 }
 
@@ -175,6 +177,8 @@ export interface Counts {
    * the enqueue) unless `burst`: then the workers start on the never-analyzed, just-filled table.
    */
   processVariants: Array<{ concurrency: number; processes: number; burst?: boolean }>;
+  /** Jobs per condition of the flow-control run (errand only). */
+  flow: number;
 }
 
 export const FULL: Counts = {
@@ -194,6 +198,7 @@ export const FULL: Counts = {
     { concurrency: 50, processes: 4 },
     { concurrency: 10, processes: 1, burst: true },
   ],
+  flow: 20_000,
 };
 
 export const QUICK: Counts = {
@@ -207,6 +212,7 @@ export const QUICK: Counts = {
     { concurrency: 50, processes: 1 },
     { concurrency: 50, processes: 1, burst: true },
   ],
+  flow: 5_000,
 };
 
 export function workloads(counts: Counts): WorkloadDef[] {
@@ -387,5 +393,65 @@ export function workloads(counts: Counts): WorkloadDef[] {
     },
   });
 
+  list.push(flowWorkload(counts));
   return list;
+}
+
+/** The flow workload's conditions, in the order each run measures them; its metrics are named after them. */
+export const FLOW_CONDITIONS: { flow: FlowCondition; key: string; label: string }[] = [
+  { flow: "none", key: "none", label: "no limit" },
+  { flow: "global", key: "global", label: "globalConcurrency 100,000" },
+  { flow: "per-key", key: "perKey", label: "per-key concurrency 100,000 (100 keys)" },
+  { flow: "rate", key: "rate", label: "rateLimit 1,000,000/s" },
+];
+
+/**
+ * The cost of flow control when its limit does not bind (issue 16: at most 20% lower throughput):
+ * in each run, the four conditions back to back on one database, each on its own queue — no-op
+ * jobs enqueued in bulk and settled, then one worker process at concurrency 50 drains them. The
+ * ratios are each condition's throughput over the no-limit one of the same run.
+ */
+function flowWorkload(counts: Counts): WorkloadDef {
+  const n = counts.flow;
+  const metrics: Metric[] = [
+    { ...THROUGHPUT, label: "no limit" },
+    ...FLOW_CONDITIONS.slice(1).flatMap(({ key, label }): Metric[] => [
+      { key, label, unit: "jobs/s", better: "higher", digits: 0 },
+      { key: `${key}Ratio`, label: `${label} ÷ no limit`, unit: "", better: "higher", digits: 2 },
+    ]),
+  ];
+  return {
+    name: "flow",
+    group: "flow",
+    title: `Flow control that does not bind: ${n.toLocaleString("en-US")} no-op jobs per condition, concurrency 50, 1 worker process`,
+    description: `In each run, on one fresh database: ${FLOW_CONDITIONS.map((c) => c.label).join(", then ")}, each on its own queue. Each condition: ${n.toLocaleString("en-US")} no-op jobs enqueued in bulk, tables analyzed and checkpointed (not timed), then one worker process at concurrency 50; time from the first handler call to the moment the store records every job finished. The ratio is the condition's throughput over the no-limit one of the same run (aim: at least 0.8).`,
+    metrics,
+    systems: ["errand-postgres", "errand-sqlite"],
+    timeoutMs: 4 * (120_000 + counts.budgetMs),
+    async run(system, scope) {
+      const adapter = await open(system, scope);
+      const out: Record<string, number> = {};
+      for (const { flow, key } of FLOW_CONDITIONS) {
+        const settings: WorkerSettings = { concurrency: 50, maxAttempts: 3, flow };
+        await adapter.bulkEnqueue(noop(n), settings);
+        await settle(system, scope.target);
+        const procs = await spawn(system, scope, settings, 1);
+        await procs.start();
+        const complete = await within(
+          procs.until(() => procs.done >= n),
+          counts.budgetMs,
+        );
+        const end = complete ? await drained(adapter, procs.lastAt) : procs.lastAt;
+        const reports = await procs.report();
+        await procs.stop();
+        scope.procs = undefined;
+        const done = reports.reduce((a, r) => a + r.done, 0);
+        out[key] = (complete ? n : done) / ((end - procs.firstStart) / 1000);
+        if (!complete) out.partial = done;
+      }
+      out.jobsPerSec = out.none;
+      for (const { key } of FLOW_CONDITIONS.slice(1)) out[`${key}Ratio`] = out[key] / out.none;
+      return out;
+    },
+  };
 }

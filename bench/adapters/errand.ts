@@ -9,7 +9,7 @@ import { rm } from "node:fs/promises";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../dist/index.js";
 import { attributeCrashes } from "../../dist/worker/crash.js";
-import type { Adapter, BenchPayload, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
+import type { Adapter, BenchPayload, FlowCondition, Handler, JobSpec, SystemDef, Target, WorkerSettings } from "./types.js";
 import { QUEUE } from "./types.js";
 import { BULK_CHUNK, dropSchema, inChunks, packageVersion, postgresReachable, ROOT } from "./util.js";
 
@@ -31,6 +31,23 @@ const benchJob = defineJob({
   backoff: ["100ms"],
   run: (payload, ctx) => current(payload, ctx.attempt),
 });
+
+/**
+ * The flow workload's jobs: the same no-op, each condition in its own queue (flow limits belong
+ * to a queue), the limits far above what this machine reaches so that they never bind.
+ */
+const flowKey = (p: BenchPayload) => `k${p.i % 100}`;
+const run = (p: BenchPayload, ctx: { attempt: number }) => current(p, ctx.attempt);
+const flowJobs = {
+  global: defineJob({ name: "bench-flow-global", queue: `${QUEUE}-flow-global`, schema: passThrough, globalConcurrency: 100_000, run }),
+  "per-key": defineJob({ name: "bench-flow-per-key", queue: `${QUEUE}-flow-per-key`, schema: passThrough, concurrency: { key: flowKey, limit: 100_000 }, run }),
+  rate: defineJob({ name: "bench-flow-rate", queue: `${QUEUE}-flow-rate`, schema: passThrough, rateLimit: { limit: 1_000_000, per: "1s" }, run }),
+};
+const ALL_JOBS = [benchJob, ...Object.values(flowJobs)];
+
+function jobFor(flow: FlowCondition | undefined) {
+  return !flow || flow === "none" ? benchJob : flowJobs[flow];
+}
 
 class ErrandAdapter implements Adapter {
   constructor(
@@ -58,20 +75,21 @@ class ErrandAdapter implements Adapter {
   async bulkEnqueue(jobs: JobSpec[], settings: WorkerSettings): Promise<void> {
     await inChunks(jobs, BULK_CHUNK, (chunk) =>
       this.errand.enqueueMany(
-        benchJob,
+        jobFor(settings.flow) as typeof benchJob,
         chunk.map((j) => ({ payload: j.payload, ...this.options(j, settings) })),
       ),
     );
   }
 
   async enqueueOne(job: JobSpec, settings: WorkerSettings): Promise<void> {
-    await this.errand.enqueue(benchJob, job.payload, this.options(job, settings));
+    await this.errand.enqueue(jobFor(settings.flow) as typeof benchJob, job.payload, this.options(job, settings));
   }
 
   async remaining(): Promise<number> {
-    const stats = await this.errand.stats();
-    const q = stats.find((s) => s.queue === QUEUE);
-    return q ? q.pending + q.delayed + q.running : 0;
+    const queues = new Set(ALL_JOBS.map((j) => j.queue));
+    let left = 0;
+    for (const q of await this.errand.stats()) if (queues.has(q.queue)) left += q.pending + q.delayed + q.running;
+    return left;
   }
 
   async startWorkers(settings: WorkerSettings, handler: Handler) {
@@ -80,7 +98,7 @@ class ErrandAdapter implements Adapter {
     // turns on Node's promise hooks, ~5 ms of worker CPU per 1,000 jobs; bench/NOTES.md finding 13).
     // BENCH_CRASH_SCOPE=0 measures errand.work() in an application's own process, without it.
     const stopAttributing = process.env.BENCH_CRASH_SCOPE === "0" ? () => {} : attributeCrashes();
-    const worker = this.errand.work({ [QUEUE]: { concurrency: settings.concurrency } });
+    const worker = this.errand.work({ [jobFor(settings.flow).queue]: { concurrency: settings.concurrency } });
     // BENCH_DEBUG=1: how many jobs this worker holds (claimed, run or not, outcome not yet written).
     const watch =
       process.env.BENCH_DEBUG === "1"
@@ -128,11 +146,7 @@ export const errandSqlite: SystemDef = {
     }
   },
   async create(target: Target) {
-    const errand = await openErrand({
-      url: target.sqlitePath,
-      jobs: [benchJob as never],
-      logger: silentLogger(),
-    });
+    const errand = await openErrand({ url: target.sqlitePath, jobs: ALL_JOBS as never, logger: silentLogger() });
     return new ErrandAdapter(errand, async () => {
       for (const suffix of ["", "-wal", "-shm", "-journal"])
         await rm(target.sqlitePath + suffix, { force: true });
@@ -155,12 +169,7 @@ export const errandPostgres: SystemDef = {
   },
   async create(target: Target) {
     const schema = `${target.namespace}_errand`;
-    const errand = await openErrand({
-      url: target.pgUrl,
-      schema,
-      jobs: [benchJob as never],
-      logger: silentLogger(),
-    });
+    const errand = await openErrand({ url: target.pgUrl, schema, jobs: ALL_JOBS as never, logger: silentLogger() });
     return new ErrandAdapter(errand, () => dropSchema(target.pgUrl, schema));
   },
 };

@@ -38,10 +38,19 @@ export interface Target {
   sqlitePath: string;
 }
 
+/**
+ * Flow control for the flow workload (errand only): none, or one limit that never binds — a
+ * global concurrency of 100,000, a per-key concurrency of 100,000 over 100 keys, a queue-wide
+ * rate of 1,000,000 jobs per second.
+ */
+export type FlowCondition = "none" | "global" | "per-key" | "rate";
+
 export interface WorkerSettings {
   concurrency: number;
   /** Max attempts for every job (mixed workload: 3). */
   maxAttempts: number;
+  /** The flow workload's condition (errand only); absent: none. */
+  flow?: FlowCondition;
 }
 
 export interface RunningWorkers {

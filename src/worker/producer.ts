@@ -57,6 +57,8 @@ export class Producer {
   /** Until when buffered jobs may start without asking whether the queue was paused (pause-window.ts). */
   private readonly startWindow = new StartWindow();
   private probing = false;
+  /** A rate-limited queue's last claim was held back by a limit: no read-ahead until one is not. */
+  private rateBinds = false;
 
   constructor(
     private readonly worker: ProducerHost,
@@ -65,11 +67,13 @@ export class Producer {
     readonly executor: ExecutorDeps,
     /**
      * The queue's flow limits (flow control), or null. A limited queue claims with
-     * claimFlowJobs. A rate-limited one claims without read-ahead: a buffered job would take a
-     * rate token long before its handler starts. Concurrency limits keep it: a job buffered
-     * here (only when this worker's own slots are full) holds its slot for at most about
-     * `readAheadMs`, and without it a claim round trip per free slot cost non-binding limits
-     * half the throughput of no-op jobs (bench/flow-control.ts).
+     * claimFlowJobs. Concurrency limits keep read-ahead: a job buffered here (only when this
+     * worker's own slots are full) holds its slot for at most about `readAheadMs`, and without
+     * it a claim round trip per free slot cost non-binding limits half the throughput of no-op
+     * jobs (bench/flow-control.ts). A rate-limited one reads ahead only while its last claim was
+     * not held back: once the rate binds, a buffered job would take a rate token long before its
+     * handler starts; before, a claim per free slot cost a non-binding rate limit 85% of the
+     * throughput.
      */
     readonly flow: FlowLimits | null = null,
   ) {}
@@ -168,7 +172,11 @@ export class Producer {
 
   /** Re-estimates the rate (at most every 50 ms) and from it how many jobs to claim ahead. */
   private updateReadAhead(readAheadMs: number, batchSize: number): void {
-    if (readAheadMs === 0 || this.flow?.rate || this.flow?.keyRate) return;
+    if (readAheadMs === 0) return;
+    if (this.rateBinds) {
+      this.ahead = 0;
+      return;
+    }
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed < 50) return;
@@ -238,6 +246,7 @@ export class Producer {
           held = claim.held;
           retryInMs = claim.retryInMs;
           if (held > 0) this.worker.throttled(this.queue, held, retryInMs);
+          this.rateBinds = held > 0 && (this.flow.rate !== undefined || this.flow.keyRate !== undefined);
         } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
         // Jobs came back: the queue was not paused when the claim ran, after claimStarted.
         if (claimed.length > 0) this.startWindow.confirm(claimStarted);

@@ -3,7 +3,7 @@
  * claim log of the rate windows, the paused budgets and each queue's rotation cursor. One
  * thread, so a claim is atomic by construction.
  */
-import { type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import { type ClaimBatch, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
 import type { ClaimedJob, FlowClaim, FlowLimits, FlowStatus } from "../types.js";
 
 /** What flow control reads of a job row. */
@@ -24,8 +24,8 @@ export function claimOrder(
 }
 
 export class MemoryFlow {
-  /** Claim times by queue, then key. */
-  private readonly claims = new Map<string, Map<string, number[]>>();
+  /** The claim log by queue, then key: one batch per key per claim. */
+  private readonly claims = new Map<string, Map<string, ClaimBatch[]>>();
   private readonly pauses = new Map<string, Map<string, number>>();
   private readonly cursors = new Map<string, string>();
 
@@ -49,9 +49,9 @@ export class MemoryFlow {
     }
     for (const list of due.values()) list.sort(claimOrder);
     const windowMs = rateWindowMs(flow);
-    const log = this.claims.get(queue) ?? new Map<string, number[]>();
-    for (const [key, times] of log) {
-      const kept = times.filter((t) => t > now - windowMs);
+    const log = this.claims.get(queue) ?? new Map<string, ClaimBatch[]>();
+    for (const [key, batches] of log) {
+      const kept = batches.filter((b) => b.at > now - windowMs);
       if (kept.length > 0) log.set(key, kept);
       else log.delete(key);
     }
@@ -65,10 +65,12 @@ export class MemoryFlow {
     const plan = planFlowClaim(flow, state, due, req.limit);
     const jobs = plan.picks.map((p) => claimRow(p.job));
     if (windowMs > 0) {
-      for (const p of plan.picks) {
-        const times = log.get(p.key);
-        if (times) times.push(now);
-        else log.set(p.key, [now]);
+      const taken = new Map<string, number>();
+      for (const p of plan.picks) taken.set(p.key, (taken.get(p.key) ?? 0) + 1);
+      for (const [key, n] of taken) {
+        const batches = log.get(key);
+        if (batches) batches.push({ at: now, n });
+        else log.set(key, [{ at: now, n }]);
       }
       this.claims.set(queue, log);
     }
@@ -79,8 +81,10 @@ export class MemoryFlow {
   /** The claims within `windowMs` and the pauses beyond now of a queue (flowStatus). */
   status(queue: string, now: number, windowMs: number): Omit<FlowStatus, "running"> {
     const claims = new Map<string, number[]>();
-    for (const [key, times] of this.claims.get(queue) ?? []) {
-      const recent = times.filter((t) => t > now - windowMs);
+    for (const [key, batches] of this.claims.get(queue) ?? []) {
+      const recent = batches
+        .filter((b) => b.at > now - windowMs)
+        .flatMap((b) => Array<number>(b.n).fill(b.at));
       if (windowMs > 0 && recent.length > 0) claims.set(key, recent);
     }
     const pausedUntil = new Map<string, number>();

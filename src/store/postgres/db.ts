@@ -44,9 +44,9 @@ const PREPARED = new Set<QueryName>([
   "HEARTBEAT_WORKER",
   "COMPACT_COUNTS",
   "STATS",
-  "FLOW_LOCK",
-  "FLOW_READ",
   "FLOW_CLAIM",
+  "FINISH_COMPLETED_FREEING",
+  "FINISH_JOBS_FREEING",
 ]);
 
 /** Thrown inside a transaction to roll it back without an error reaching the caller. */

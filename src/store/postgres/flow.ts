@@ -1,69 +1,49 @@
 /**
- * Flow control on PostgreSQL: one transaction per claim of a flow-controlled queue — the queue's
- * advisory lock, the state (sql/flow.ts FLOW_STATE, FLOW_DUE), the decision (store/flow-plan.ts,
- * shared with every store), the claim and its record. The lock serialises claimers of that queue
- * on every host, so the running counts and claim log read here are the truth until COMMIT.
+ * Flow control on PostgreSQL. A claim of a flow-controlled queue is one statement (FLOW_CLAIM):
+ * the flow_claim function takes the queue's advisory lock, reads the state, decides as
+ * store/flow-plan.ts does and claims, so every claimer on every host sees each claim's effect
+ * before it claims (sql/flow-claim-function.ts).
  */
-import type pg from "pg";
-import { type DueJob, dueOrder, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
-import type { FlowClaim, FlowClaimRequest, FlowStatus, InsertResult, NewJob } from "../types.js";
+import { NO_KEY } from "../flow-plan.js";
+import type { ClaimedJob, FlowClaim, FlowClaimRequest, FlowStatus, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
-import { type Db, Rollback } from "./db.js";
+import type { Db } from "./db.js";
 import { type Row, toClaimed } from "./rows.js";
 
-export async function claimFlowJobs(db: Db, req: FlowClaimRequest): Promise<FlowClaim> {
-  const result = await db.transaction((client) => claimOn(db, client, req));
-  if (result === Rollback) return { jobs: [], held: 0, retryInMs: null };
-  return result as FlowClaim;
+/** Stores that have claimed a queue with a concurrency limit: their finishes notify freed slots. */
+const capped = new WeakSet<Db>();
+
+/** Whether `db`'s finishes may free a concurrency slot a worker waits for (leases.ts finishJobs). */
+export function freesSlots(db: Db): boolean {
+  return capped.has(db);
 }
 
-async function claimOn(db: Db, client: pg.PoolClient, req: FlowClaimRequest): Promise<FlowClaim> {
+export async function claimFlowJobs(db: Db, req: FlowClaimRequest): Promise<FlowClaim> {
   const { queue, flow } = req;
-  const windowMs = rateWindowMs(flow);
-  await db.run("FLOW_LOCK", [`errand.flow:${db.schema}:${queue}`], client);
-  const { rows } = await db.run("FLOW_READ", [queue, windowMs, req.limit], client);
-  const state: FlowState = {
-    now: 0,
-    running: new Map(),
-    claims: new Map(),
-    pausedUntil: new Map(),
-    cursor: null,
-  };
-  const due = new Map<string, DueJob[]>();
+  if (flow.globalConcurrency !== undefined || flow.keyConcurrency !== undefined) capped.add(db);
+  const { rows } = await db.run("FLOW_CLAIM", [
+    `errand.flow:${db.schema}:${queue}`,
+    queue,
+    req.limit,
+    req.workerId,
+    req.leaseMs,
+    flow.globalConcurrency ?? null,
+    flow.keyConcurrency ?? null,
+    flow.rate?.limit ?? null,
+    flow.rate?.perMs ?? null,
+    flow.keyRate?.limit ?? null,
+    flow.keyRate?.perMs ?? null,
+  ]);
+  const jobs: ClaimedJob[] = [];
+  let held = 0;
+  let retryInMs: number | null = null;
   for (const r of rows as Row[]) {
-    const key = r.key as string;
-    const v = Number(r.v);
-    if (r.kind === "n") state.now = v;
-    else if (r.kind === "r") state.running.set(key, v);
-    else if (r.kind === "p") state.pausedUntil.set(key, v);
-    else if (r.kind === "k") state.cursor = key;
-    else if (r.kind === "c") push(state.claims, key, v);
-    else push(due, key, { id: String(r.id), priority: Number(r.priority), runAt: v });
+    if (r.id === null) {
+      held = Number(r.held);
+      retryInMs = r.retry_ms === null ? null : Math.max(1, Math.ceil(Number(r.retry_ms)));
+    } else jobs.push({ ...toClaimed(r), flowKey: (r.flow_key as string | null) ?? null });
   }
-  for (const list of due.values()) list.sort(dueOrder);
-  const plan = planFlowClaim(flow, state, due, req.limit);
-  if (plan.picks.length === 0) return { jobs: [], held: plan.held, retryInMs: plan.retryInMs };
-  const { rows: claimedRows } = await db.run(
-    "FLOW_CLAIM",
-    [
-      plan.picks.map((p) => String(p.job.id)),
-      req.workerId,
-      req.leaseMs,
-      queue,
-      plan.picks.map((p) => p.key),
-      plan.cursor,
-      windowMs,
-    ],
-    client,
-  );
-  const byId = new Map((claimedRows as Row[]).map((r) => [String(r.id), r]));
-  const jobs = plan.picks
-    .filter((p) => byId.has(String(p.job.id)))
-    .map((p) => {
-      const row = byId.get(String(p.job.id)) as Row;
-      return { ...toClaimed(row), flowKey: (row.flow_key as string | null) ?? null };
-    });
-  return { jobs, held: plan.held, retryInMs: plan.retryInMs };
+  return { jobs, held, retryInMs };
 }
 
 function push<T>(map: Map<string, T[]>, key: string, value: T): void {

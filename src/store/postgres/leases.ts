@@ -11,6 +11,7 @@ import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, 
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
 import { resolveDependents } from "./dependencies.js";
+import { freesSlots } from "./flow.js";
 import { literalQuoter } from "./insert.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
@@ -138,11 +139,13 @@ async function finishBatch(
     .map((i) => outcomes[i] as Outcome)
     .sort((a, b) => compareIds(a.id, b.id));
   const wasListening = notifier.isListening;
+  // A store that claims a concurrency-limited queue also wakes the workers waiting for a slot.
+  const freeing = freesSlots(db);
   const { rows } = await (linked
     ? db.run("FINISH_JOBS_LINKED", outcomeValues(batch), on, false)
     : batch.every(isPlainCompletion)
-      ? db.run("FINISH_COMPLETED", completionValues(batch), on, true)
-      : db.run("FINISH_JOBS", outcomeValues(batch), on, true));
+      ? db.run(freeing ? "FINISH_COMPLETED_FREEING" : "FINISH_COMPLETED", completionValues(batch), on, true)
+      : db.run(freeing ? "FINISH_JOBS_FREEING" : "FINISH_JOBS", outcomeValues(batch), on, true));
   if (linked) await resolveDependents(db, on, withDependents(rows));
   const applied = new Map<string, number>();
   for (const r of rows as Row[]) applied.set(byPair ? `${r.id}:${r.token}` : String(r.id), Number(r.token));

@@ -28,6 +28,8 @@
  * - Downgrades are not supported: restore a backup or write a forward fix.
  */
 
+import { FLOW_CLAIM_FUNCTION } from "./sql/flow-claim-function.js";
+
 export interface PostgresMigration {
   version: number;
   name: string;
@@ -444,6 +446,14 @@ DROP TRIGGER IF EXISTS jobs_forget_dependencies ON {{schema}}.jobs;
 CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.jobs_forget_dependencies();
 `,
+  },
+  {
+    version: 10,
+    name: "flow control: the claim in one round trip (flow_claim), the claim log counted per key",
+    // sql/flow-claim-function.ts says why a function. Not breaking: an older errand claims in its
+    // own transaction under the same advisory lock, and its one-row-per-job claim log rows read as
+    // n = 1 (the default).
+    sql: FLOW_CLAIM_FUNCTION,
   },
 ];
 

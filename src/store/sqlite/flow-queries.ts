@@ -10,36 +10,63 @@ SELECT coalesce(flow_key, '') AS key, count(*) AS n
 FROM errand_jobs WHERE queue = @queue AND state = 'running'
 GROUP BY flow_key`;
 
-/** The first flow key with pending jobs in a queue (errand_jobs_flow_idx; text compares by code point, BINARY). */
-export const FLOW_FIRST_KEY = `
-SELECT flow_key AS key FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL
-ORDER BY flow_key LIMIT 1`;
+/** Running jobs of a queue: an index-only count of errand_jobs_queue_state_idx (globalConcurrency alone). */
+export const FLOW_RUNNING_TOTAL =
+  "SELECT count(*) AS n FROM errand_jobs WHERE queue = @queue AND state = 'running'";
 
-/** The next flow key after @after: one probe of errand_jobs_flow_idx. */
-export const FLOW_NEXT_KEY = `
-SELECT flow_key AS key FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
-ORDER BY flow_key LIMIT 1`;
+/**
+ * Up to @limit flow keys with pending jobs in key order, after @after (FLOW_KEYS_AFTER) or from
+ * the first (FLOW_KEYS_FIRST), none past @upto when it is set: one statement walking
+ * errand_jobs_flow_idx one probe per key (was one statement per key).
+ */
+export const FLOW_KEYS_AFTER = `WITH RECURSIVE w(key, n) AS (
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
+   ORDER BY flow_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
+   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
+)
+SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
+export const FLOW_KEYS_FIRST = `WITH RECURSIVE w(key, n) AS (
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL ORDER BY flow_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT flow_key FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
+   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
+)
+SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
 
-/** One key's first @limit due jobs in claim order. */
-export const FLOW_KEY_DUE = `
-SELECT id, priority, run_at FROM errand_jobs
-WHERE queue = @queue AND state = 'pending' AND flow_key = @key AND run_at <= @now
-ORDER BY priority DESC, run_at, id LIMIT @limit`;
+/** The first @limit due jobs of each key of @keys (a JSON array), in claim order within each key. */
+export const FLOW_KEYS_DUE = `
+SELECT k.value AS key, j.id, j.priority, j.run_at FROM json_each(@keys) k, errand_jobs j
+WHERE j.id IN (
+  SELECT id FROM errand_jobs
+  WHERE queue = @queue AND state = 'pending' AND flow_key = k.value AND run_at <= @now
+  ORDER BY priority DESC, run_at, id LIMIT @limit
+)
+ORDER BY k.key, j.priority DESC, j.run_at, j.id`;
 
-/** Jobs without a flow key, among the queue's first 100 due jobs (errand_jobs_claim_idx). */
+/**
+ * Jobs without a flow key, among the queue's first @window due jobs, through
+ * errand_jobs_claim_idx in claim order: `+run_at` keeps the planner off
+ * errand_jobs_pending_run_at_idx, which it chose for `run_at <= @now` and then read and sorted
+ * every pending job of the queue (5.3 ms per claim over 20,000 pending jobs, against 0.2 ms).
+ */
 export const FLOW_UNKEYED_DUE = `
 SELECT id, priority, run_at FROM (
   SELECT id, flow_key, priority, run_at FROM errand_jobs
-  WHERE queue = @queue AND state = 'pending' AND run_at <= @now
-  ORDER BY priority DESC, run_at, id LIMIT 100
+  WHERE queue = @queue AND state = 'pending' AND +run_at <= @now
+  ORDER BY priority DESC, run_at, id LIMIT @window
 ) WHERE flow_key IS NULL LIMIT @limit`;
 
-export const FLOW_CLAIMS = "SELECT key, at FROM errand_flow_claims WHERE queue = @queue AND at > @since";
+/** The claim log within a window: one row per key per claim, `n` the jobs it took. */
+export const FLOW_CLAIMS = "SELECT key, at, n FROM errand_flow_claims WHERE queue = @queue AND at > @since";
 export const FLOW_FORGET_CLAIMS = "DELETE FROM errand_flow_claims WHERE queue = @queue AND at <= @since";
 export const FLOW_RECORD_CLAIM =
-  "INSERT INTO errand_flow_claims (queue, key, at) VALUES (@queue, @key, @now)";
+  "INSERT INTO errand_flow_claims (queue, key, at, n) VALUES (@queue, @key, @now, @n)";
 export const FLOW_PAUSES = "SELECT key, until FROM errand_flow_pauses WHERE queue = @queue AND until > @now";
 export const FLOW_PAUSE = `
 INSERT INTO errand_flow_pauses (queue, key, until) VALUES (@queue, @key, @until)
@@ -49,8 +76,11 @@ export const FLOW_SET_CURSOR = `
 INSERT INTO errand_flow_cursors (queue, cursor) VALUES (@queue, @cursor)
 ON CONFLICT (queue) DO UPDATE SET cursor = excluded.cursor`;
 
-/** One job claimed by id (the plan chose it), as CLAIM_JOBS sets it; nothing if no longer pending. */
-export const FLOW_CLAIM_JOB = `
+/**
+ * The jobs the plan chose (@ids, a JSON array), claimed in one statement as CLAIM_JOBS sets them;
+ * those no longer pending are left out. RETURNING gives no order: the caller puts them in pick order.
+ */
+export const FLOW_CLAIM_JOBS = `
 UPDATE errand_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -59,7 +89,7 @@ SET state = 'running',
     locked_until = CAST(@now + @leaseMs AS INTEGER),
     started_at = @now,
     progress = NULL
-WHERE id = @id AND state = 'pending'
+WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'pending'
 RETURNING id, queue, name, payload, priority, attempt, max_attempts, key, run_at, created_at, lease_token, locked_until,
           flow_key, trace_context`;
 

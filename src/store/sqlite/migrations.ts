@@ -273,6 +273,16 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 10,
+    name: "flow control: the claim log counted per key",
+    // One row per key per claim with the number of jobs it took (was one row per job): a
+    // non-binding rate limit of 10,000/s kept 10,000 rows a window for every claim to read. An
+    // older errand's rows read as n = 1. Not breaking.
+    sql: `
+ALTER TABLE errand_flow_claims ADD COLUMN n INTEGER NOT NULL DEFAULT 1;
+`,
+  },
 ];
 
 const NARROW_STATES = "CHECK (state IN ('pending', 'running', 'completed', 'failed', 'cancelled'))";

@@ -1,0 +1,273 @@
+/**
+ * The text of migration 11 (migrations.ts): `flow_claim`, the claim of a flow-controlled queue in
+ * one round trip. A shipped migration: never edit this text; a change is a new migration that
+ * replaces the function (CREATE OR REPLACE).
+ *
+ * Why a function. The claim must read the queue's state (running jobs, the claim log, paused
+ * budgets) after taking the queue's advisory lock, or two claimers could both see a free slot.
+ * One SQL statement cannot do that: under READ COMMITTED its snapshot is taken when it starts,
+ * before the lock it waits for, so a claim committed meanwhile would be invisible to it. A
+ * PL/pgSQL function takes a new snapshot for each statement it runs, so everything after its
+ * PERFORM pg_advisory_xact_lock sees every earlier claim, and called as one statement in
+ * autocommit it holds the lock until its own commit. The claim was 5 round trips (BEGIN, lock,
+ * read, claim, COMMIT), 3 of them under the lock; now it is one, its plans cached per
+ * connection. bench/flow-control.ts has the before and after (bench/NOTES.md).
+ *
+ * It decides as store/flow-plan.ts planFlowClaim does (memory and SQLite run that code; the
+ * conformance suite holds all three to the same answers):
+ * - room: the claim's limit, 0 while the queue's budget is paused (flow_pauses key ''), cut by
+ *   globalConcurrency minus the running jobs and by the queue-wide rate minus its window's claims;
+ * - each flow key's room: 0 while paused, cut by its concurrency and its own rate window;
+ * - round-robin: one job per key per round, keys in rotation order (after the cursor first, then
+ *   from the start; the keyless group '' sorts before every key), within a key priority, run_at, id.
+ *   Picking the first `room` candidates ordered by (round, rotation position) is that loop.
+ * - The key walk (a loose index scan of jobs_flow_idx, one probe per key) stops once it has
+ *   found `room` keys that can give a job, or after as many keys as keysToVisit allows: the
+ *   claim of 50 jobs over 100 keys visits ~50, not all of them.
+ * The claim log holds one row per key per claim with its count `n` (was one row per job).
+ * The walk's LATERAL subqueries end in OFFSET 0: without it the planner inlined them and ran
+ * each probe twice (once per reference to its column).
+ *
+ * A claim a concurrency cap held back marks its queue in flow_waits (one that is not held back
+ * clears it), so finishes there notify the workers waiting for a slot.
+ *
+ * Returns the claimed jobs in pick order, then one row with `id` NULL: `held` (due jobs a limit
+ * left behind) and `retry_ms` (when a rate window or pause that held them frees, else NULL).
+ * `p_now` NULL reads the clock after the lock (a test clock passes its time).
+ */
+import { epochMs, JOBS } from "./fragments.js";
+
+const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key IS NOT NULL`;
+
+/** The first key of jobs_flow_idx after `after` (a text expression), or NULL. */
+const keyAfter = (after: string) =>
+  `(SELECT j.flow_key COLLATE "C" FROM ${JOBS} j WHERE ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
+    ORDER BY j.flow_key COLLATE "C" LIMIT 1)`;
+
+/** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
+const keyRoom = (
+  k: string,
+) => `CASE WHEN (v_pauses -> ${k}) IS NOT NULL THEN 0 ELSE greatest(0, least(p_limit,
+  p_key_limit - coalesce((v_running ->> ${k})::int, 0), p_key_rate - coalesce((v_key_claims ->> ${k})::int, 0))) END`;
+
+/** Does the key have a due job now? */
+const hasDue = (k: string) => `EXISTS (SELECT 1 FROM ${JOBS} d WHERE d.queue = p_queue AND d.state = 'pending'
+  AND d.flow_key COLLATE "C" = ${k} AND d.run_at <= v_now)`;
+
+/** When the window of `limit` claims per `perMs` frees a claim (ms from now), from the claims of `where`. */
+const windowFrees = (where: string, limit: string, perMs: string) => `(
+  SELECT greatest(1, ${epochMs("w.at")} + ${perMs} - ${epochMs("v_now")} + 1) FROM (
+    SELECT c.at, sum(c.n) OVER (ORDER BY c.at DESC) AS newer FROM {{schema}}.flow_claims c
+    WHERE c.queue = p_queue AND ${where} AND c.at > v_now - ${perMs} * interval '1 millisecond'
+  ) w WHERE w.newer >= ${limit} ORDER BY w.at DESC LIMIT 1)`;
+
+export const FLOW_CLAIM_FUNCTION = `
+ALTER TABLE {{schema}}.flow_claims ADD COLUMN IF NOT EXISTS n integer NOT NULL DEFAULT 1;
+-- Queues whose last claim a concurrency cap held back: a finish there notifies the queue's
+-- channel (sql/flow.ts FINISH_*_FREEING), so waiting workers claim the freed slot at once.
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_waits (queue text PRIMARY KEY);
+CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
+  p_lock text, p_queue text, p_limit int, p_worker text, p_lease_ms float8,
+  p_global int, p_key_limit int, p_rate int, p_rate_ms float8, p_key_rate int, p_key_rate_ms float8,
+  p_now timestamptz)
+RETURNS TABLE (id bigint, queue text, name text, payload jsonb, priority int, attempt int, max_attempts int,
+  key text, run_at float8, created_at float8, lease_token int, locked_until float8, flow_key text,
+  trace_context text, held int, retry_ms float8)
+LANGUAGE plpgsql AS $flow_claim$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_window float8 := greatest(coalesce(p_rate_ms, 0), coalesce(p_key_rate_ms, 0));
+  v_running jsonb;
+  v_running_total int;
+  v_key_claims jsonb := '{}';
+  v_pauses jsonb;
+  v_cursor text;
+  v_room int := p_limit;
+  v_visit int;
+  v_keys text[];
+  v_segs int[];
+  v_rooms int[];
+  v_due boolean[];
+  v_usable int;
+  v_visited_due int;
+  v_unkeyed boolean;
+  -- How far down the queue's claim order the keyless group is looked for: the whole claim when
+  -- the queue has no per-key limit (its jobs are mostly keyless), else the first 100 due jobs
+  -- (each costs a heap fetch, and a keyed backlog has none to find).
+  v_unkeyed_window int := CASE WHEN p_key_limit IS NULL AND p_key_rate IS NULL THEN greatest(p_limit, 100) ELSE 100 END;
+  v_retry float8;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
+  v_now := coalesce(p_now, clock_timestamp());
+  -- A paused queue gives nothing, as CLAIM_JOBS.
+  IF EXISTS (SELECT 1 FROM {{schema}}.paused_queues pq WHERE pq.queue = p_queue) THEN
+    RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
+      NULL::text, NULL::float8, NULL::float8, NULL::int, NULL::float8, NULL::text, 0, NULL::float8;
+    RETURN;
+  END IF;
+
+  -- The state, read once: running jobs by key (jobs_lease_idx holds the running jobs only),
+  -- paused budgets, the cursor, and the claim log of the rate windows.
+  -- Running jobs matter to concurrency limits only (by key only to a per-key one).
+  IF p_key_limit IS NOT NULL THEN
+    SELECT coalesce(jsonb_object_agg(r.key, r.n), '{}'), coalesce(sum(r.n), 0) INTO v_running, v_running_total
+    FROM (SELECT coalesce(j.flow_key, '') AS key, count(*)::int AS n FROM ${JOBS} j
+          WHERE j.locked_until IS NOT NULL AND j.queue = p_queue AND j.state = 'running' GROUP BY 1) r;
+  ELSE
+    v_running := '{}';
+    v_running_total := CASE WHEN p_global IS NULL THEN 0 ELSE (SELECT count(*) FROM ${JOBS} j
+      WHERE j.locked_until IS NOT NULL AND j.queue = p_queue AND j.state = 'running') END;
+  END IF;
+  SELECT coalesce(jsonb_object_agg(p.key, ${epochMs("p.paused_until")}), '{}') INTO v_pauses
+  FROM {{schema}}.flow_pauses p WHERE p.queue = p_queue AND p.paused_until > v_now;
+  SELECT c.cursor INTO v_cursor FROM {{schema}}.flow_cursors c WHERE c.queue = p_queue;
+  IF p_key_rate IS NOT NULL THEN
+    SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}') INTO v_key_claims FROM (
+      SELECT c.key, sum(c.n)::int AS n FROM {{schema}}.flow_claims c
+      WHERE c.queue = p_queue AND c.at > v_now - p_key_rate_ms * interval '1 millisecond' GROUP BY c.key) c;
+  END IF;
+
+  -- The queue as a whole.
+  IF (v_pauses -> '') IS NOT NULL THEN
+    v_room := 0;
+    v_retry := (v_pauses ->> '')::float8 - ${epochMs("v_now")};
+  END IF;
+  v_room := least(v_room, p_global - v_running_total);
+  IF p_rate IS NOT NULL THEN
+    v_room := least(v_room, p_rate - (SELECT coalesce(sum(c.n), 0) FROM {{schema}}.flow_claims c
+      WHERE c.queue = p_queue AND c.at > v_now - p_rate_ms * interval '1 millisecond'));
+    IF v_room <= 0 THEN
+      v_retry := least(v_retry, ${windowFrees("true", "p_rate", "p_rate_ms")});
+    END IF;
+  END IF;
+  v_room := greatest(0, v_room);
+
+  -- The keys in rotation order (seg 0: after the cursor; seg 1: from the start), until room keys
+  -- can give a job or keysToVisit's bound.
+  v_visit := p_limit + 32 + v_running_total + (SELECT count(*) FROM jsonb_object_keys(v_pauses))::int
+    + (SELECT count(*) FROM jsonb_object_keys(v_key_claims))::int;
+  WITH RECURSIVE walk AS (
+    SELECT s.key, s.seg, 1 AS n, z.room, z.due, (z.room > 0 AND z.due)::int AS usable FROM (
+      SELECT f.key, f.seg FROM (
+        SELECT ${keyAfter("v_cursor")} AS key, 0 AS seg WHERE v_cursor IS NOT NULL
+        UNION ALL SELECT ${keyAfter("''")}, 1
+      ) f WHERE f.key IS NOT NULL ORDER BY f.seg LIMIT 1
+    ) s, LATERAL (SELECT ${keyRoom("s.key")} AS room, ${hasDue("s.key")} AS due OFFSET 0) z
+    UNION ALL
+    SELECT nx.key, nx.seg, w.n + 1, z.room, z.due, w.usable + (z.room > 0 AND z.due)::int
+    FROM walk w,
+    LATERAL (SELECT ${keyAfter("w.key")} AS key OFFSET 0) x,
+    LATERAL (
+      SELECT x.key, w.seg WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
+      UNION ALL
+      SELECT f.key, 1 FROM (SELECT ${keyAfter("''")} AS key) f
+      WHERE w.seg = 0 AND x.key IS NULL AND f.key <= v_cursor
+    ) nx,
+    LATERAL (SELECT ${keyRoom("nx.key")} AS room, ${hasDue("nx.key")} AS due OFFSET 0) z
+    WHERE w.n < v_visit AND w.usable < v_room
+  )
+  SELECT array_agg(w.key ORDER BY w.n), array_agg(w.seg ORDER BY w.n), array_agg(w.room ORDER BY w.n),
+         array_agg(w.due ORDER BY w.n), count(*) FILTER (WHERE w.room > 0 AND w.due), count(*) FILTER (WHERE w.due)
+  INTO v_keys, v_segs, v_rooms, v_due, v_usable, v_visited_due FROM walk w;
+
+  -- Why keys with due jobs wait: their pause, their rate window.
+  SELECT least(v_retry, min(least(
+           (v_pauses ->> k.key)::float8 - ${epochMs("v_now")},
+           CASE WHEN p_key_rate IS NOT NULL AND coalesce((v_key_claims ->> k.key)::int, 0) >= p_key_rate
+                THEN ${windowFrees("c.key = k.key", "p_key_rate", "p_key_rate_ms")} END)))
+  INTO v_retry FROM unnest(v_keys, v_due) AS k(key, due) WHERE k.due;
+
+  -- Does the keyless group have a due job, among the same candidates as below (a bounded walk
+  -- of jobs_claim_idx: an unbounded one read every pending job of a keyed backlog per claim).
+  v_unkeyed := EXISTS (SELECT 1 FROM (SELECT j.flow_key FROM ${JOBS} j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
+      ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window) h WHERE h.flow_key IS NULL)
+    OR EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
+      AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now);
+
+  RETURN QUERY
+  WITH cand AS (
+    -- Each visited key's due jobs: a share of the claim for those with room, enough to count
+    -- what a limit holds back for the others.
+    SELECT c.id, k.key, k.seg, k.room,
+           row_number() OVER (PARTITION BY k.key ORDER BY c.priority DESC, c.run_at, c.id) AS round
+    FROM unnest(v_keys, v_segs, v_rooms, v_due) AS k(key, seg, room, due),
+    LATERAL (
+      SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT ceil(p_limit::float8 / greatest(1, CASE WHEN k.room > 0 THEN v_usable + v_unkeyed::int ELSE v_visited_due END))
+    ) c
+    WHERE k.due
+    UNION ALL
+    -- The keyless group: jobs without a key among the queue's first due jobs, and jobs keyed ''.
+    SELECT u.id, '', 1, p_limit, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id)
+    FROM (
+      SELECT h.id, h.priority, h.run_at FROM (
+        SELECT j.id, j.flow_key, j.priority, j.run_at FROM ${JOBS} j
+        WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
+        ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window
+      ) h WHERE h.flow_key IS NULL
+      UNION ALL
+      (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
+       WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now
+       ORDER BY j.priority DESC, j.run_at, j.id LIMIT p_limit)
+      ORDER BY 2 DESC, 3, 1 LIMIT p_limit
+    ) u
+    WHERE v_unkeyed
+  ),
+  picks AS (
+    SELECT c.id, c.key, row_number() OVER (ORDER BY c.round, c.seg, c.key COLLATE "C") AS ord FROM (
+      SELECT * FROM cand WHERE cand.round <= cand.room ORDER BY cand.round, cand.seg, cand.key COLLATE "C" LIMIT v_room
+    ) c
+  ),
+  claimed AS (
+    UPDATE ${JOBS} j
+    SET state = 'running', attempt = j.attempt + 1, lease_token = j.lease_token + 1, locked_by = p_worker,
+        locked_until = v_now + p_lease_ms * interval '1 millisecond', started_at = v_now, progress = NULL
+    WHERE j.id = ANY(ARRAY(SELECT p.id FROM picks p)) AND j.state = 'pending'
+    RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at,
+              j.created_at, j.lease_token, j.locked_until, j.flow_key, j.trace_context
+  ),
+  logged AS (
+    INSERT INTO {{schema}}.flow_claims (queue, key, at, n)
+    SELECT p_queue, p.key, v_now, count(*) FROM picks p JOIN claimed c ON c.id = p.id
+    WHERE v_window > 0 GROUP BY p.key
+  ),
+  forgotten AS (
+    DELETE FROM {{schema}}.flow_claims c
+    WHERE v_window > 0 AND c.queue = p_queue AND c.at <= v_now - v_window * interval '1 millisecond'
+  ),
+  moved AS (
+    INSERT INTO {{schema}}.flow_cursors (queue, cursor)
+    SELECT p_queue, p.key FROM picks p JOIN claimed c ON c.id = p.id ORDER BY p.ord DESC LIMIT 1
+    ON CONFLICT (queue) DO UPDATE SET cursor = EXCLUDED.cursor
+  ),
+  held AS (
+    SELECT greatest(0, least((SELECT count(*) FROM cand), p_limit) - (SELECT count(*) FROM claimed))::int AS n
+  ),
+  waiting AS (
+    INSERT INTO {{schema}}.flow_waits (queue)
+    SELECT p_queue FROM held h WHERE h.n > 0 AND (p_global IS NOT NULL OR p_key_limit IS NOT NULL)
+    ON CONFLICT DO NOTHING
+  ),
+  not_waiting AS (
+    DELETE FROM {{schema}}.flow_waits w WHERE w.queue = p_queue AND (SELECT h.n FROM held h) = 0
+  )
+  SELECT r.id, r.queue, r.name, r.payload, r.priority, r.attempt, r.max_attempts, r.key, r.run_at, r.created_at,
+         r.lease_token, r.locked_until, r.flow_key, r.trace_context, r.held, r.retry_ms
+  FROM (
+    SELECT p.ord, c.id, c.queue, c.name, c.payload, c.priority, c.attempt, c.max_attempts, c.key,
+           ${epochMs("c.run_at")} AS run_at, ${epochMs("c.created_at")} AS created_at, c.lease_token,
+           ${epochMs("c.locked_until")} AS locked_until, c.flow_key, c.trace_context, NULL::int AS held,
+           NULL::float8 AS retry_ms
+    FROM claimed c JOIN picks p ON p.id = c.id
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           h.n, CASE WHEN h.n > 0 THEN v_retry END
+    FROM held h
+  ) r ORDER BY r.ord NULLS LAST;
+END
+$flow_claim$;
+`;
