@@ -167,6 +167,36 @@ export interface ThroughputBucket {
   failed: number;
 }
 
+/**
+ * One bounded batch of a bulk action by filter (the dashboard's "retry every failed job matching
+ * a search"): retry and discard take failed jobs, cancel takes pending ones (due or delayed).
+ */
+export interface BulkBatch {
+  action: "retry" | "discard" | "cancel";
+  queue?: string;
+  /** As JobFilter.search: id, key, payload text or error message. */
+  search?: string;
+  limit: number;
+}
+
+/** Dead letters (failed jobs) sharing one error message, over the newest DEAD_LETTER_SAMPLE. */
+export interface DeadLetterGroup {
+  /** The error message, cut at DEAD_LETTER_MESSAGE_CHARS ("" for none). */
+  error: string;
+  count: number;
+  firstSeen: Date;
+  lastSeen: Date;
+}
+
+/** A finished job's timings (ms), the raw material of the dashboard's per-queue charts. */
+export interface JobTiming {
+  queue: string;
+  /** started_at → finished_at of its last attempt. */
+  runMs: number;
+  /** run_at (due) → started_at of its last attempt. */
+  waitMs: number;
+}
+
 export type MissedPolicy = "latest" | "all";
 
 export interface ScheduleRecord {
@@ -297,6 +327,16 @@ export interface Store {
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
   /** Deletes failed jobs (from the dead-letter queue). */
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
+  /**
+   * One batch of a bulk action: acts on up to `limit` matching jobs (newest first) in one
+   * transaction and answers how many. Callers repeat until an answer falls below `limit`, so no
+   * statement ever holds more than `limit` rows.
+   */
+  actOnJobs(batch: BulkBatch): Promise<number>;
+  /** Failed jobs (the newest DEAD_LETTER_SAMPLE, of one queue or all) grouped by error message, most first. */
+  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]>;
+  /** Timings of jobs finished within the last `windowMs`, newest first, at most `limit`. */
+  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]>;
   /** Deletes completed and cancelled jobs finished more than `completedAgeMs` ago, failed ones past `failedAgeMs`. */
   pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number>;
 

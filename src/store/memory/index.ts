@@ -4,15 +4,18 @@
  * and test/conformance/ holds all three to it.
  */
 import type { AttemptRecord, JobRecord } from "../../job.js";
-import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
+import { attemptFromOutcome, bulkState, newJobRecord, outcomeTransition } from "../common.js";
 import type {
+  BulkBatch,
   ClaimedJob,
+  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
+  JobTiming,
   Lease,
   LeaseStatus,
   NewJob,
@@ -23,7 +26,7 @@ import type {
   ThroughputBucket,
 } from "../types.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
-import { listRows, statsOf, throughputOf } from "./reads.js";
+import { deadLetterGroupsOf, listRows, statsOf, throughputOf, timingsOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
 interface Row extends JobRecord {
@@ -354,6 +357,24 @@ export class MemoryStore extends MemoryRegistry implements Store {
     const rows = this.selectFinished(filter, ["failed"]);
     for (const row of rows) this.deleteRow(row);
     return rows.length;
+  }
+
+  async actOnJobs(batch: BulkBatch): Promise<number> {
+    const state = bulkState(batch.action);
+    const { page } = listRows(this.jobs.values(), { ...batch, state });
+    const ids = page.map((r) => r.id);
+    if (batch.action === "retry") return this.retryJobs({ ids });
+    if (batch.action === "discard") return this.discardJobs({ ids });
+    for (const id of ids) await this.cancelJob(id);
+    return ids.length;
+  }
+
+  async deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
+    return deadLetterGroupsOf(this.jobs.values(), queue);
+  }
+
+  async recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
+    return timingsOf(this.jobs.values(), this.clock() - windowMs, limit);
   }
 
   private deleteRow(row: Row): void {

@@ -37,6 +37,7 @@
 import { NOW } from "./sql/fragments.js";
 
 export * from "./sql/admin.js";
+export * from "./sql/bulk.js";
 export * from "./sql/counts.js";
 export * from "./sql/flow.js";
 export { NOW } from "./sql/fragments.js";

@@ -26,13 +26,16 @@ import pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
 import type {
+  BulkBatch,
   ClaimedJob,
+  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
+  JobTiming,
   Lease,
   LeaseStatus,
   NewJob,
@@ -48,6 +51,7 @@ import type {
   WorkerInfo,
 } from "../types.js";
 import * as admin from "./admin.js";
+import * as bulk from "./bulk.js";
 import {
   type ConnectionLimits,
   createPool,
@@ -302,6 +306,15 @@ export class PostgresStore implements Store {
 
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     return admin.discardJobs(this.db, filter);
+  }
+  actOnJobs(batch: BulkBatch): Promise<number> {
+    return bulk.actOnJobs(this.db, this.notifier, batch);
+  }
+  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
+    return bulk.deadLetterGroups(this.db, queue);
+  }
+  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
+    return bulk.recentTimings(this.db, windowMs, limit);
   }
 
   pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {

@@ -26,13 +26,16 @@
  */
 import type { JobRecord } from "../../job.js";
 import type {
+  BulkBatch,
   ClaimedJob,
+  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
+  JobTiming,
   Lease,
   LeaseStatus,
   NewJob,
@@ -47,6 +50,7 @@ import type {
   TxHandle,
   WorkerInfo,
 } from "../types.js";
+import * as bulk from "./bulk.js";
 import { Connection, type ConnectionOptions, closedError } from "./connection.js";
 import * as flowOps from "./flow.js";
 import type { Db } from "./handle.js";
@@ -246,6 +250,22 @@ export class SqliteStore implements Store {
 
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     return this.c.run(() => upkeep.discardJobs(this.c, filter));
+  }
+
+  actOnJobs(batch: BulkBatch): Promise<number> {
+    return this.c.run(() => {
+      const { count, woken } = bulk.actOnJobs(this.c, batch);
+      this.notifier.notifyEach(woken);
+      return count;
+    });
+  }
+
+  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
+    return this.c.run(() => bulk.deadLetterGroups(this.c, queue));
+  }
+
+  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
+    return this.c.run(() => bulk.recentTimings(this.c, windowMs, limit));
   }
 
   pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
