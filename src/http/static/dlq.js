@@ -3,9 +3,11 @@
 import { PAGE_SIZE, api, qs } from "./api.js";
 import { h } from "./dom.js";
 import { fmtNumber, timeEl, truncate } from "./format.js";
+import { deadLetterGroups } from "./dlq-groups.js";
 import { jobAction } from "./job.js";
+import { keyed, liveRefresh } from "./live.js";
 import { go, main, route } from "./shell.js";
-import { confirmDialog, field, pageHead, pager, queueOptions, select, table, toast } from "./ui.js";
+import { confirmDialog, field, pageHead, pager, queueOptions, select, setTableRows, table, toast } from "./ui.js";
 
 export async function renderDlq(params, isCurrent) {
   const queue = params.get("queue") || "";
@@ -66,7 +68,7 @@ export async function renderDlq(params, isCurrent) {
   const checkAll = h("input", { type: "checkbox", attrs: { "aria-label": "Select all on this page" } });
   const boxes = [];
   checkAll.addEventListener("change", () => {
-    for (const box of boxes) {
+    for (const box of boxes.filter((b) => b.isConnected)) {
       box.checked = checkAll.checked;
       if (box.checked) selected.add(box.value);
       else selected.delete(box.value);
@@ -74,10 +76,11 @@ export async function renderDlq(params, isCurrent) {
     update();
   });
 
-  const rows = page.jobs.map((job) => {
+  const rowOf = (job) => {
     const box = h("input", {
       type: "checkbox",
       value: job.id,
+      checked: selected.has(job.id),
       attrs: { "aria-label": `Select job ${job.id}` },
     });
     box.addEventListener("change", () => {
@@ -96,7 +99,7 @@ export async function renderDlq(params, isCurrent) {
           if (await jobAction(job, action)) route();
         },
       });
-    return h(
+    const tr = h(
       "tr",
       { data: { id: job.id } },
       h("td", {}, box),
@@ -117,7 +120,9 @@ export async function renderDlq(params, isCurrent) {
         ),
       ),
     );
-  });
+    return keyed(tr, job.id, [job.attempt, job.lastError, job.finishedAt]);
+  };
+  const rows = page.jobs.map(rowOf);
 
   const queueSelect = select("queue", queues, queue, "All queues");
   queueSelect.addEventListener("change", () => go("dlq", { queue: queueSelect.value }));
@@ -158,17 +163,31 @@ export async function renderDlq(params, isCurrent) {
     { label: "Error" },
     { label: "" },
   ];
+  const list = table(columns, rows, "The dead-letter queue is empty.");
+  const groups = h("div", { class: "dlq-groups" }, await deadLetterGroups(queue));
+  const url = `/jobs${qs({ state: "failed", queue, cursor: params.get("cursor"), limit: PAGE_SIZE })}`;
+  liveRefresh(async () => {
+    const [next, grouped] = await Promise.all([api(url), deadLetterGroups(queue)]);
+    if (!isCurrent()) return;
+    setTableRows(list, next.jobs.map(rowOf));
+    // A selected job that left the list (retried, discarded elsewhere) is no longer selected.
+    const shown = new Set(next.jobs.map((j) => j.id));
+    for (const id of [...selected]) if (!shown.has(id)) selected.delete(id);
+    update();
+    if (groups.firstChild?.dataset.sig !== grouped.dataset.sig) groups.replaceChildren(grouped);
+  }, isCurrent);
   main.append(
     head,
     h("p", {
       class: "muted lede",
       text: "Jobs that failed for good, kept with their payload and every attempt. Retry them once the cause is fixed, or discard them.",
     }),
+    groups,
     h(
       "section",
       { class: "panel" },
       bar,
-      table(columns, rows, "The dead-letter queue is empty."),
+      list,
       pager(params, page.nextCursor, "dlq"),
     ),
   );

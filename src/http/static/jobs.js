@@ -3,9 +3,32 @@
 import { PAGE_SIZE, STATES, api, qs } from "./api.js";
 import { append, h } from "./dom.js";
 import { badge, truncate } from "./format.js";
+import { bulkButtons } from "./bulk.js";
 import { whenEl } from "./job.js";
+import { keyed, liveRefresh } from "./live.js";
 import { go, main, route } from "./shell.js";
-import { field, pageHead, pager, queueOptions, select, table } from "./ui.js";
+import { field, pageHead, pager, queueOptions, select, setTableRows, table } from "./ui.js";
+
+/** One job's row, keyed for live patching by what it shows. */
+function jobRow(job) {
+  const tr = h(
+      "tr",
+      { data: { id: job.id } },
+      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
+      h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
+      h("td", { text: job.queue }),
+      h("td", {}, badge(job.state)),
+      h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
+      h("td", { class: "mono muted", text: job.key ? truncate(job.key, 28) : "" }),
+      h("td", {}, whenEl(job)),
+      h("td", {
+        class: "error-cell",
+        text: job.state === "completed" ? "" : truncate(job.lastError, 80),
+        title: job.lastError || "",
+      }),
+    );
+  return keyed(tr, job.id, [job.state, job.attempt, job.lastError, job.runAt, job.startedAt, job.finishedAt]);
+}
 
 export async function renderJobs(params, isCurrent) {
   const filters = {
@@ -32,7 +55,7 @@ export async function renderJobs(params, isCurrent) {
     name: "search",
     id: "f-search",
     value: filters.search,
-    placeholder: "id, key or payload text",
+    placeholder: "id, key, payload or error text",
   });
   append(form, [
     field("Queue", select("queue", queues, filters.queue, "All queues")),
@@ -50,24 +73,8 @@ export async function renderJobs(params, isCurrent) {
     go("jobs", Object.fromEntries([...data].map(([k, v]) => [k, String(v).trim()])));
   });
 
-  const rows = page.jobs.map((job) =>
-    h(
-      "tr",
-      { data: { id: job.id } },
-      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
-      h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
-      h("td", { text: job.queue }),
-      h("td", {}, badge(job.state)),
-      h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
-      h("td", { class: "mono muted", text: job.key ? truncate(job.key, 28) : "" }),
-      h("td", {}, whenEl(job)),
-      h("td", {
-        class: "error-cell",
-        text: job.state === "completed" ? "" : truncate(job.lastError, 80),
-        title: job.lastError || "",
-      }),
-    ),
-  );
+  const rowsOf = (jobs) => jobs.map(jobRow);
+  const rows = rowsOf(page.jobs);
   const columns = [
     { label: "ID" },
     { label: "Job" },
@@ -78,13 +85,23 @@ export async function renderJobs(params, isCurrent) {
     { label: "When" },
     { label: "Last error" },
   ];
+  const list = table(columns, rows, "No jobs match these filters.");
+  const url = `/jobs${qs({ ...filters, cursor: params.get("cursor"), limit: PAGE_SIZE })}`;
+  liveRefresh(async () => {
+    const next = await api(url);
+    if (isCurrent()) setTableRows(list, rowsOf(next.jobs));
+  }, isCurrent);
   main.append(
-    pageHead("Jobs", h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() })),
+    pageHead(
+      "Jobs",
+      filters.name ? [] : bulkButtons(filters),
+      h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() }),
+    ),
     h(
       "section",
       { class: "panel" },
       form,
-      table(columns, rows, "No jobs match these filters."),
+      list,
       pager(params, page.nextCursor, "jobs"),
     ),
   );

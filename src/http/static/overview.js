@@ -1,6 +1,7 @@
-// The overview: summary tiles, throughput charts and the queues table with pause buttons.
+// The overview: summary tiles, throughput charts, the queues table with pause buttons, timings.
 
 import { api, qs } from "./api.js";
+import { timingsPanel } from "./charts.js";
 import { clear, h, s } from "./dom.js";
 import { fmtClock, fmtDuration, fmtNumber, fmtTime } from "./format.js";
 import { every, main, refreshDlqBadge, route } from "./shell.js";
@@ -29,10 +30,11 @@ export async function renderOverview(_params, isCurrent) {
 
   async function load() {
     const range = RANGES[chartRange];
-    const [stats, throughput, workers] = await Promise.all([
+    const [stats, throughput, workers, timings] = await Promise.all([
       api("/stats"),
       api(`/throughput${qs(range)}`),
       api("/workers"),
+      api(`/timings${qs({ window: range.since })}`),
     ]);
     if (!isCurrent()) return;
     refreshDlqBadge(stats);
@@ -46,6 +48,7 @@ export async function renderOverview(_params, isCurrent) {
         chartPanel("Failed for good", "failed", throughput),
       ),
       queuesPanel(stats, throughput),
+      timingsPanel(timings, chartRange === "1h" ? "last hour" : "last 24 hours"),
     );
   }
   await load();

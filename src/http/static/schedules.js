@@ -3,15 +3,13 @@
 import { api, qs } from "./api.js";
 import { h } from "./dom.js";
 import { fmtRelative, fmtTime } from "./format.js";
+import { keyed, liveRefresh } from "./live.js";
 import { main, route } from "./shell.js";
-import { pageHead, table, toast } from "./ui.js";
+import { pageHead, setTableRows, table, toast } from "./ui.js";
 
-export async function renderSchedules(_params, isCurrent) {
-  const data = await api("/schedules");
-  if (!isCurrent()) return;
-  const now = new Date(data.now).getTime();
-  const rows = data.schedules.map((sc) =>
-    h(
+/** One schedule's row, keyed by name; its signature includes the relative times it shows. */
+function scheduleRow(sc, now) {
+  const tr = h(
       "tr",
       { data: { schedule: sc.name } },
       h("td", {}, h("strong", { text: sc.name })),
@@ -46,8 +44,19 @@ export async function renderSchedules(_params, isCurrent) {
         scheduleButton(sc, sc.pausedAt ? "resume" : "pause"),
         scheduleButton(sc, "run"),
       ),
-    ),
-  );
+    );
+  const shown = [sc, fmtRelative(sc.nextRunAt, now), sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : null];
+  return keyed(tr, sc.name, shown);
+}
+
+export async function renderSchedules(_params, isCurrent) {
+  const data = await api("/schedules");
+  if (!isCurrent()) return;
+  const rowsOf = (answer) => {
+    const now = new Date(answer.now).getTime();
+    return answer.schedules.map((sc) => scheduleRow(sc, now));
+  };
+  const rows = rowsOf(data);
   const columns = [
     { label: "Name" },
     { label: "Cron" },
@@ -60,6 +69,11 @@ export async function renderSchedules(_params, isCurrent) {
     { label: "Source" },
     { label: "Control" },
   ];
+  const list = table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`.");
+  liveRefresh(async () => {
+    const next = await api("/schedules");
+    if (isCurrent()) setTableRows(list, rowsOf(next));
+  }, isCurrent);
   main.append(
     pageHead(
       "Schedules",
@@ -68,7 +82,7 @@ export async function renderSchedules(_params, isCurrent) {
     h(
       "section",
       { class: "panel" },
-      table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`."),
+      list,
     ),
   );
 }

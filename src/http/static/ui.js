@@ -1,6 +1,7 @@
 // Shared page pieces: toasts, the confirmation dialog, page heads, panels, tables, filters, pagers.
 
 import { api, qs } from "./api.js";
+import { patchRows } from "./live.js";
 import { append, h } from "./dom.js";
 import { refreshDlqBadge } from "./shell.js";
 
@@ -76,9 +77,18 @@ export function table(columns, rows, emptyText) {
     ),
   );
   const tbody = h("tbody", {}, rows);
-  const wrap = h("div", { class: "table-wrap" }, h("table", {}, thead, tbody));
-  if (rows.length === 0) wrap.append(h("div", { class: "empty", text: emptyText }));
+  // Focusable: on a narrow screen the table scrolls inside this box, and keyboards must reach it.
+  const wrap = h("div", { class: "table-wrap", attrs: { tabindex: "0" } }, h("table", {}, thead, tbody));
+  // Always there, hidden while rows are shown: a live list may empty out or fill up later.
+  wrap.append(h("div", { class: `empty${rows.length ? " hidden" : ""}`, text: emptyText }));
   return wrap;
+}
+
+/** Puts `rows` into a table() in place (live.js patchRows), showing its empty text when none. */
+export function setTableRows(wrap, rows) {
+  const changed = patchRows(wrap.querySelector("tbody"), rows);
+  wrap.querySelector(".empty")?.classList.toggle("hidden", rows.length > 0);
+  return changed;
 }
 
 export function pager(params, nextCursor, path) {
