@@ -14,14 +14,32 @@ export async function deadLetterGroups(queue) {
     return h(
       "tr",
       { data: { group: g.error } },
-      h("td", { class: "error-cell group-error", text: g.error ? truncate(g.error, 120) : "(no message)", title: g.error }),
+      h("td", {
+        class: "error-cell group-error",
+        text: g.error ? truncate(g.error, 120) : "(no message)",
+        title: g.error,
+      }),
       h("td", { class: "num", text: fmtNumber(g.count) }),
       h("td", {}, timeEl(g.firstSeen)),
       h("td", {}, timeEl(g.lastSeen)),
-      h("td", {}, h("a", { href: jobs, text: "Show jobs", attrs: { "aria-label": `Show jobs failing with “${truncate(g.error || "no message", 60)}”` } })),
+      h(
+        "td",
+        {},
+        h("a", {
+          href: jobs,
+          text: "Show jobs",
+          attrs: { "aria-label": `Show jobs failing with “${truncate(g.error || "no message", 60)}”` },
+        }),
+      ),
     );
   });
-  const columns = [{ label: "Error" }, { label: "Jobs", num: true }, { label: "First seen" }, { label: "Last seen" }, { label: "" }];
+  const columns = [
+    { label: "Error" },
+    { label: "Jobs", num: true },
+    { label: "First seen" },
+    { label: "Last seen" },
+    { label: "" },
+  ];
   const el = panel(
     "By error",
     table(columns, rows, "No dead letters."),

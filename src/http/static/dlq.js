@@ -7,7 +7,17 @@ import { deadLetterGroups } from "./dlq-groups.js";
 import { jobAction } from "./job.js";
 import { keyed, liveRefresh } from "./live.js";
 import { go, main, route } from "./shell.js";
-import { confirmDialog, field, pageHead, pager, queueOptions, select, setTableRows, table, toast } from "./ui.js";
+import {
+  confirmDialog,
+  field,
+  pageHead,
+  pager,
+  queueOptions,
+  select,
+  setTableRows,
+  table,
+  toast,
+} from "./ui.js";
 
 export async function renderDlq(params, isCurrent) {
   const queue = params.get("queue") || "";
@@ -183,12 +193,6 @@ export async function renderDlq(params, isCurrent) {
       text: "Jobs that failed for good, kept with their payload and every attempt. Retry them once the cause is fixed, or discard them.",
     }),
     groups,
-    h(
-      "section",
-      { class: "panel" },
-      bar,
-      list,
-      pager(params, page.nextCursor, "dlq"),
-    ),
+    h("section", { class: "panel" }, bar, list, pager(params, page.nextCursor, "dlq")),
   );
 }

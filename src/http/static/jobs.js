@@ -12,21 +12,21 @@ import { field, pageHead, pager, queueOptions, select, setTableRows, table } fro
 /** One job's row, keyed for live patching by what it shows. */
 function jobRow(job) {
   const tr = h(
-      "tr",
-      { data: { id: job.id } },
-      h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
-      h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
-      h("td", { text: job.queue }),
-      h("td", {}, badge(job.state)),
-      h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
-      h("td", { class: "mono muted", text: job.key ? truncate(job.key, 28) : "" }),
-      h("td", {}, whenEl(job)),
-      h("td", {
-        class: "error-cell",
-        text: job.state === "completed" ? "" : truncate(job.lastError, 80),
-        title: job.lastError || "",
-      }),
-    );
+    "tr",
+    { data: { id: job.id } },
+    h("td", { class: "id" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: `#${job.id}` })),
+    h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}`, text: job.name })),
+    h("td", { text: job.queue }),
+    h("td", {}, badge(job.state)),
+    h("td", { class: "num", text: `${job.attempt}/${job.maxAttempts}` }),
+    h("td", { class: "mono muted", text: job.key ? truncate(job.key, 28) : "" }),
+    h("td", {}, whenEl(job)),
+    h("td", {
+      class: "error-cell",
+      text: job.state === "completed" ? "" : truncate(job.lastError, 80),
+      title: job.lastError || "",
+    }),
+  );
   return keyed(tr, job.id, [job.state, job.attempt, job.lastError, job.runAt, job.startedAt, job.finishedAt]);
 }
 
@@ -97,12 +97,6 @@ export async function renderJobs(params, isCurrent) {
       filters.name ? [] : bulkButtons(filters),
       h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() }),
     ),
-    h(
-      "section",
-      { class: "panel" },
-      form,
-      list,
-      pager(params, page.nextCursor, "jobs"),
-    ),
+    h("section", { class: "panel" }, form, list, pager(params, page.nextCursor, "jobs")),
   );
 }

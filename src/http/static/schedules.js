@@ -10,42 +10,46 @@ import { pageHead, setTableRows, table, toast } from "./ui.js";
 /** One schedule's row, keyed by name; its signature includes the relative times it shows. */
 function scheduleRow(sc, now) {
   const tr = h(
-      "tr",
-      { data: { schedule: sc.name } },
-      h("td", {}, h("strong", { text: sc.name })),
-      h("td", { class: "mono", text: sc.cron }),
-      h("td", { text: sc.timezone || "UTC" }),
-      h("td", {}, h("a", { href: `#/jobs${qs({ name: sc.jobName })}`, text: sc.jobName })),
-      h("td", { text: sc.queue }),
-      h(
-        "td",
-        { title: fmtTime(sc.nextRunAt) },
-        h("div", { text: fmtRelative(sc.nextRunAt, now) }),
-        h("div", { class: "muted", text: fmtTime(sc.nextRunAt) }),
-      ),
-      h(
-        "td",
-        { title: sc.lastFiredAt ? fmtTime(sc.lastFiredAt) : "" },
-        h("div", { text: sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : "never" }),
-        sc.lastSlot ? h("div", { class: "muted", text: `slot ${fmtTime(sc.lastSlot)}` }) : null,
-      ),
-      h("td", { text: sc.missed === "all" ? "fire all" : "latest only" }),
-      h(
-        "td",
-        {},
-        h("span", { class: "chip", text: sc.source }),
-        sc.pausedAt
-          ? h("span", { class: "chip paused", text: "paused", title: `paused since ${fmtTime(sc.pausedAt)}` })
-          : null,
-      ),
-      h(
-        "td",
-        { class: "row-actions" },
-        scheduleButton(sc, sc.pausedAt ? "resume" : "pause"),
-        scheduleButton(sc, "run"),
-      ),
-    );
-  const shown = [sc, fmtRelative(sc.nextRunAt, now), sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : null];
+    "tr",
+    { data: { schedule: sc.name } },
+    h("td", {}, h("strong", { text: sc.name })),
+    h("td", { class: "mono", text: sc.cron }),
+    h("td", { text: sc.timezone || "UTC" }),
+    h("td", {}, h("a", { href: `#/jobs${qs({ name: sc.jobName })}`, text: sc.jobName })),
+    h("td", { text: sc.queue }),
+    h(
+      "td",
+      { title: fmtTime(sc.nextRunAt) },
+      h("div", { text: fmtRelative(sc.nextRunAt, now) }),
+      h("div", { class: "muted", text: fmtTime(sc.nextRunAt) }),
+    ),
+    h(
+      "td",
+      { title: sc.lastFiredAt ? fmtTime(sc.lastFiredAt) : "" },
+      h("div", { text: sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : "never" }),
+      sc.lastSlot ? h("div", { class: "muted", text: `slot ${fmtTime(sc.lastSlot)}` }) : null,
+    ),
+    h("td", { text: sc.missed === "all" ? "fire all" : "latest only" }),
+    h(
+      "td",
+      {},
+      h("span", { class: "chip", text: sc.source }),
+      sc.pausedAt
+        ? h("span", { class: "chip paused", text: "paused", title: `paused since ${fmtTime(sc.pausedAt)}` })
+        : null,
+    ),
+    h(
+      "td",
+      { class: "row-actions" },
+      scheduleButton(sc, sc.pausedAt ? "resume" : "pause"),
+      scheduleButton(sc, "run"),
+    ),
+  );
+  const shown = [
+    sc,
+    fmtRelative(sc.nextRunAt, now),
+    sc.lastFiredAt ? fmtRelative(sc.lastFiredAt, now) : null,
+  ];
   return keyed(tr, sc.name, shown);
 }
 
@@ -69,7 +73,11 @@ export async function renderSchedules(_params, isCurrent) {
     { label: "Source" },
     { label: "Control" },
   ];
-  const list = table(columns, rows, "No schedules. Define them in code or add one with `errand schedules add`.");
+  const list = table(
+    columns,
+    rows,
+    "No schedules. Define them in code or add one with `errand schedules add`.",
+  );
   liveRefresh(async () => {
     const next = await api("/schedules");
     if (isCurrent()) setTableRows(list, rowsOf(next));
@@ -79,11 +87,7 @@ export async function renderSchedules(_params, isCurrent) {
       "Schedules",
       h("button", { class: "btn", type: "button", text: "Refresh", onclick: () => route() }),
     ),
-    h(
-      "section",
-      { class: "panel" },
-      list,
-    ),
+    h("section", { class: "panel" }, list),
   );
 }
 

@@ -97,7 +97,6 @@ export async function refreshDlqBadge(stats) {
   dlqCount.classList.toggle("hidden", n === 0);
 }
 
-
 /** Builds the shell for these views (and the job page) and shows the current one. */
 export function startShell(allViews, renderJob) {
   views = allViews;

@@ -6,16 +6,13 @@
 import type { AttemptRecord, JobRecord } from "../../job.js";
 import { attemptFromOutcome, bulkState, newJobRecord, outcomeTransition } from "../common.js";
 import type {
-  BulkBatch,
   ClaimedJob,
-  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
-  JobTiming,
   Lease,
   LeaseStatus,
   NewJob,
@@ -359,7 +356,7 @@ export class MemoryStore extends MemoryRegistry implements Store {
     return rows.length;
   }
 
-  async actOnJobs(batch: BulkBatch): Promise<number> {
+  async actOnJobs(batch: Parameters<Store["actOnJobs"]>[0]): Promise<number> {
     const state = bulkState(batch.action);
     const { page } = listRows(this.jobs.values(), { ...batch, state });
     const ids = page.map((r) => r.id);
@@ -369,11 +366,11 @@ export class MemoryStore extends MemoryRegistry implements Store {
     return ids.length;
   }
 
-  async deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
+  async deadLetterGroups(queue?: string): ReturnType<Store["deadLetterGroups"]> {
     return deadLetterGroupsOf(this.jobs.values(), queue);
   }
 
-  async recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
+  async recentTimings(windowMs: number, limit: number): ReturnType<Store["recentTimings"]> {
     return timingsOf(this.jobs.values(), this.clock() - windowMs, limit);
   }
 

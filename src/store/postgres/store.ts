@@ -26,16 +26,13 @@ import pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobRecord } from "../../job.js";
 import type {
-  BulkBatch,
   ClaimedJob,
-  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
   InsertResult,
   JobFilter,
   JobPage,
-  JobTiming,
   Lease,
   LeaseStatus,
   NewJob,
@@ -307,15 +304,9 @@ export class PostgresStore implements Store {
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     return admin.discardJobs(this.db, filter);
   }
-  actOnJobs(batch: BulkBatch): Promise<number> {
-    return bulk.actOnJobs(this.db, this.notifier, batch);
-  }
-  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
-    return bulk.deadLetterGroups(this.db, queue);
-  }
-  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
-    return bulk.recentTimings(this.db, windowMs, limit);
-  }
+  actOnJobs: Store["actOnJobs"] = (batch) => bulk.actOnJobs(this.db, this.notifier, batch);
+  deadLetterGroups: Store["deadLetterGroups"] = (queue) => bulk.deadLetterGroups(this.db, queue);
+  recentTimings: Store["recentTimings"] = (windowMs, limit) => bulk.recentTimings(this.db, windowMs, limit);
 
   pruneFinished(req: { completedAgeMs: number; failedAgeMs: number }): Promise<number> {
     return pruneFinished(this.db, req);
