@@ -123,7 +123,7 @@ export interface JobFilter {
   queue?: string;
   state?: JobState;
   name?: string;
-  /** Matches id, key, or payload text (substring). */
+  /** Matches the id, or a substring of the key, payload text or error message. */
   search?: string;
   limit?: number;
   /** Opaque cursor from a previous page. Pages go newest first (id descending). */

@@ -45,6 +45,11 @@ const mail = defineJob({
   async run() {},
 });
 
+/** Page code (a string: no transpiler helpers in it) that hides or shows the tab, as a browser does. */
+const tabHidden = (hidden: boolean) =>
+  `Object.defineProperty(document, "hidden", { configurable: true, get() { return ${hidden}; } });
+   document.dispatchEvent(new Event("visibilitychange"));`;
+
 describe("operating queues from the dashboard in Chromium", { skip }, () => {
   let errand: Errand;
   let server: Server;
@@ -115,6 +120,24 @@ describe("operating queues from the dashboard in Chromium", { skip }, () => {
       true,
       "an unchanged row keeps its element (no redraw, no flicker)",
     );
+  });
+
+  test("a hidden tab stops polling; coming back refreshes at once", async () => {
+    await page.goto(`${base}/#/schedules`);
+    await page.locator("h1", { hasText: "Schedules" }).waitFor();
+    const calls: string[] = [];
+    const onRequest = (request: { url(): string }) => {
+      if (request.url().includes("/api/schedules")) calls.push(request.url());
+    };
+    page.on("request", onRequest);
+    await page.evaluate(tabHidden(true));
+    calls.length = 0;
+    await page.waitForTimeout(7000); // more than two polling periods
+    assert.deepEqual(calls, [], "no poll while hidden");
+    const refreshed = page.waitForRequest((r) => r.url().includes("/api/schedules"), { timeout: 1500 });
+    await page.evaluate(tabHidden(false));
+    await refreshed; // at once, not after the next 3 s period
+    page.off("request", onRequest);
   });
 
   test("dead letters grouped by error, with a link to their jobs; a live refresh keeps a ticked box", async () => {
