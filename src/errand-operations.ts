@@ -4,6 +4,13 @@
  * and the names of its queues.
  */
 import { EventEmitter } from "node:events";
+import {
+  actOnMatching,
+  type BulkFilter,
+  countMatching,
+  type QueueTimings,
+  queueTimings,
+} from "./bulk-actions.js";
 import type { ErrandEvents } from "./errand-types.js";
 import type { JobRecord } from "./job.js";
 import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
@@ -42,6 +49,26 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   /** Deletes failed jobs picked by id, or every failed job of a queue or of all. Returns how many. */
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     return this.store.discardJobs(filter);
+  }
+
+  /** How many jobs a bulk action by filter would take now (counted up to `cap`). */
+  countMatchingJobs(filter: BulkFilter, cap?: number): Promise<number> {
+    return countMatching(this.store, filter, cap);
+  }
+
+  /** Retries or discards failed jobs, or cancels pending ones, matching a filter, in bounded batches, up to `max`. Returns how many. */
+  actOnMatchingJobs(filter: BulkFilter, max?: number): Promise<number> {
+    return actOnMatching(this.store, filter, max);
+  }
+
+  /** The dead-letter queue (of one queue, or all) grouped by error message, most first. */
+  deadLetterGroups(queue?: string): ReturnType<Store["deadLetterGroups"]> {
+    return this.store.deadLetterGroups(queue);
+  }
+
+  /** Runtime and wait percentiles per queue over the newest `limit` jobs finished within `windowMs`. */
+  queueTimings(windowMs: number, limit: number): Promise<QueueTimings[]> {
+    return queueTimings(this.store, windowMs, limit);
   }
 
   /** Every schedule in the store: those defined in code and those added by hand. */

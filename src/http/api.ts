@@ -5,6 +5,7 @@
  *   GET  /api/stats                       per-queue counts, oldest pending age, DLQ depth
  *   GET  /api/throughput?since=1h&bucket=1m
  *   GET  /api/jobs?queue&state&name&search&limit&cursor
+ *   GET  /api/jobs/count | POST /api/jobs/bulk | GET /api/dlq/groups | GET /api/timings  (api-operate.ts)
  *   GET  /api/jobs/:id
  *   POST /api/jobs/:id/retry | cancel | discard
  *   POST /api/dlq/retry | /api/dlq/discard   body {ids:[…]} or {queue?, all:true}
@@ -20,11 +21,12 @@
  */
 
 import { viewLinks } from "../dependencies.js";
-import { parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
 import { emptyStats } from "../store/common.js";
 import type { QueueStats } from "../store/types.js";
+import { bulkJobs, countJobs, deadLetterGroups, timings } from "./api-operate.js";
+import { bad, checkNameParam, durationParam, HttpError, query } from "./api-params.js";
 import { BodyError, readJsonObject } from "./body.js";
 import { guard, jsonResponse } from "./security.js";
 import type { RouteContext } from "./types.js";
@@ -35,17 +37,6 @@ const MAX_IDS = 1000;
 const MAX_SEARCH = 256;
 const THROUGHPUT_MAX_SINCE = 7 * 86_400_000;
 const THROUGHPUT_MAX_BUCKETS = 2000;
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const bad = (message: string) => new HttpError(400, message);
 
 type Handler = (request: Request, ctx: RouteContext, params: string[]) => Promise<Response>;
 
@@ -60,6 +51,10 @@ const ENDPOINTS: Endpoint[] = [
   { method: "GET", pattern: /^\/api\/stats$/, handler: getStats },
   { method: "GET", pattern: /^\/api\/throughput$/, handler: getThroughput },
   { method: "GET", pattern: /^\/api\/jobs$/, handler: listJobs },
+  { method: "GET", pattern: /^\/api\/jobs\/count$/, handler: countJobs },
+  { method: "POST", pattern: /^\/api\/jobs\/bulk$/, handler: bulkJobs },
+  { method: "GET", pattern: /^\/api\/dlq\/groups$/, handler: deadLetterGroups },
+  { method: "GET", pattern: /^\/api\/timings$/, handler: timings },
   { method: "GET", pattern: new RegExp(`^/api/jobs/${ID}$`), handler: getJob },
   { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/retry$`), handler: retryJob },
   { method: "POST", pattern: new RegExp(`^/api/jobs/${ID}/cancel$`), handler: cancelJob },
@@ -130,35 +125,6 @@ async function findJob(ctx: RouteContext, raw: string): Promise<JobRecord> {
   const job = await ctx.errand.getJob(id);
   if (!job) throw new HttpError(404, `no job with id ${id}`);
   return job;
-}
-
-function query(ctx: RouteContext, known: string[]): Map<string, string> {
-  const params = new Map<string, string>();
-  for (const [name, value] of ctx.url.searchParams) {
-    if (!known.includes(name)) {
-      throw bad(`unknown query parameter "${name}"; known: ${known.join(", ") || "(none)"}`);
-    }
-    if (params.has(name)) throw bad(`query parameter "${name}" given twice`);
-    if (value !== "") params.set(name, value);
-  }
-  return params;
-}
-
-function checkNameParam(value: string | undefined, what: string): string | undefined {
-  if (value !== undefined && !NAME_PATTERN.test(value)) {
-    throw bad(
-      `${what} must be a ${what} name (letters, digits, "_", ".", ":", "-"); got ${JSON.stringify(value)}`,
-    );
-  }
-  return value;
-}
-
-function durationParam(value: string | undefined, fallback: string, what: string): number {
-  try {
-    return parseDuration(value ?? fallback, what);
-  } catch (err) {
-    throw bad((err as Error).message);
-  }
 }
 
 async function getStats(_request: Request, ctx: RouteContext): Promise<Response> {

@@ -5,7 +5,7 @@
  *   GET  /            the app shell (signed in) or a redirect to /login
  *   GET  /login       the login form;  POST /login  sets the session cookie
  *   POST /logout      clears it
- *   GET  /assets/<f>  app.js, style.css, favicon.svg — a fixed allowlist, nothing else
+ *   GET  /assets/<f>  app.js and its modules, style.css, favicon.svg — a fixed allowlist, nothing else
  *
  * Every URL is built from the mount prefix, so the dashboard works under /admin/jobs as well
  * as at /. Pages carry a strict Content-Security-Policy (no inline script at all) and the app
@@ -26,9 +26,30 @@ import {
 } from "./security.js";
 import type { RouteContext } from "./types.js";
 
+const JS = "text/javascript; charset=utf-8";
+/** The app's ES modules (app.js imports the others); one idea each. */
+export const APP_MODULES = [
+  "app.js",
+  "api.js",
+  "bulk.js",
+  "charts.js",
+  "dlq.js",
+  "dlq-groups.js",
+  "dom.js",
+  "format.js",
+  "job.js",
+  "jobs.js",
+  "live.js",
+  "overview.js",
+  "schedules.js",
+  "shell.js",
+  "ui.js",
+  "workers.js",
+] as const;
+
 /** The only files /assets/ serves, with their content types. */
 const ASSETS: Readonly<Record<string, string>> = {
-  "app.js": "text/javascript; charset=utf-8",
+  ...Object.fromEntries(APP_MODULES.map((name) => [name, JS])),
   "style.css": "text/css; charset=utf-8",
   "favicon.svg": "image/svg+xml",
 };

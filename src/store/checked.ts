@@ -146,6 +146,22 @@ const CHECKS: {
   nextRunAt: (queues) => [array(queues, "nextRunAt queues") as string[]],
   retryJobs: (filter) => [pickFilter(filter, "retryJobs")],
   discardJobs: (filter) => [pickFilter(filter, "discardJobs")],
+  actOnJobs: (batch) => {
+    object(batch, "actOnJobs batch");
+    if (!["retry", "discard", "cancel"].includes(batch.action))
+      throw new ValidationError(
+        `actOnJobs action must be retry, discard or cancel; got ${JSON.stringify(batch.action)}`,
+      );
+    if (batch.queue !== undefined) string(batch.queue, "actOnJobs queue");
+    if (batch.search !== undefined) string(batch.search, "actOnJobs search");
+    integer(batch.limit, "actOnJobs limit", 1, 1000);
+    return [batch];
+  },
+  deadLetterGroups: (queue) => [queue === undefined ? queue : string(queue, "deadLetterGroups queue")],
+  recentTimings: (windowMs, limit) => [
+    number(windowMs, "recentTimings windowMs", 0),
+    integer(limit, "recentTimings limit", 1, 100_000),
+  ],
   pruneFinished: (req) => {
     object(req, "pruneFinished request");
     number(req.completedAgeMs, "pruneFinished completedAgeMs", 0);

@@ -88,9 +88,13 @@ export function decodeCursor(cursor: string | undefined | null): number | null {
 }
 
 /** Search semantics for listJobs: id equals, key contains, or payload JSON contains. */
-export function matchesSearch(job: Pick<JobRecord, "id" | "key" | "payload">, search: string): boolean {
+export function matchesSearch(
+  job: Pick<JobRecord, "id" | "key" | "payload" | "lastError">,
+  search: string,
+): boolean {
   if (job.id === search) return true;
   if (job.key?.includes(search)) return true;
+  if (job.lastError?.includes(search)) return true;
   return JSON.stringify(job.payload ?? null).includes(search);
 }
 
@@ -144,4 +148,14 @@ export function newJobRecord(
     lockedUntil: null,
     cancelRequested: false,
   };
+}
+
+/** deadLetterGroups looks at this many of the newest failed jobs: a bounded read of any DLQ. */
+export const DEAD_LETTER_SAMPLE = 10_000;
+/** Error messages are grouped (and shown) by their first this many characters. */
+export const DEAD_LETTER_MESSAGE_CHARS = 200;
+
+/** The job state each bulk action takes. */
+export function bulkState(action: "retry" | "discard" | "cancel"): "failed" | "pending" {
+  return action === "cancel" ? "pending" : "failed";
 }

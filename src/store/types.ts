@@ -184,7 +184,7 @@ export interface JobFilter {
   queue?: string;
   state?: JobState;
   name?: string;
-  /** Matches id, key, or payload text (substring). */
+  /** Matches the id, or a substring of the key, payload text or error message. */
   search?: string;
   limit?: number;
   /** Opaque cursor from a previous page. Pages go newest first (id descending). */
@@ -228,6 +228,10 @@ export interface ThroughputBucket {
   completed: number;
   failed: number;
 }
+
+import type { BulkBatch, DeadLetterGroup, JobTiming } from "./operate-types.js";
+
+export type { BulkBatch, DeadLetterGroup, JobTiming };
 
 export type MissedPolicy = "latest" | "all";
 
@@ -369,6 +373,16 @@ export interface Store {
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
   /** Deletes failed jobs (from the dead-letter queue). */
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number>;
+  /**
+   * One batch of a bulk action: acts on up to `limit` matching jobs (newest first) in one
+   * transaction and answers how many. Callers repeat until an answer falls below `limit`, so no
+   * statement ever holds more than `limit` rows.
+   */
+  actOnJobs(batch: BulkBatch): Promise<number>;
+  /** Failed jobs (the newest DEAD_LETTER_SAMPLE, of one queue or all) grouped by error message, most first. */
+  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]>;
+  /** Timings of jobs finished within the last `windowMs`, newest first, at most `limit`. */
+  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]>;
   /**
    * Deletes completed and cancelled jobs finished more than `completedAgeMs` ago, failed ones
    * past `failedAgeMs` (their own ctx.once entries go with them), and global ctx.once entries

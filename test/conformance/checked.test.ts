@@ -70,6 +70,19 @@ eachStore((it) => {
         ["discard ids holding null", () => store.discardJobs({ ids: [null as never] }), /ids/],
         ["discard queue not a string", () => store.discardJobs({ queue: 5 as never }), /queue/],
         ["getJob without id", () => store.getJob(undefined as never), /job id/],
+        [
+          "bulk action unknown",
+          () => store.actOnJobs({ action: "delete" as never, limit: 10 }),
+          /action must be/,
+        ],
+        ["bulk limit 0", () => store.actOnJobs({ action: "discard", limit: 0 }), /limit/],
+        ["bulk limit over 1000", () => store.actOnJobs({ action: "retry", limit: 5000 }), /limit/],
+        [
+          "bulk search not a string",
+          () => store.actOnJobs({ action: "retry", search: 5 as never, limit: 10 }),
+          /search/,
+        ],
+        ["timings window NaN", () => store.recentTimings(Number.NaN, 10), /windowMs/],
       ];
       for (const [what, call, message] of refused) {
         await assert.rejects(call, (err: Error) => {

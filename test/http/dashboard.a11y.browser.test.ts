@@ -1,7 +1,9 @@
 /**
  * An accessibility scan of every dashboard view in headless Chromium with axe-core: no serious
  * or critical violation on the login page, the overview (with a paused queue and a queue with no
- * worker), the jobs list, a failed job's page, the dead-letter queue and the schedules.
+ * worker), the jobs list, a failed job's page, the dead-letter queue and the schedules — at
+ * desktop size in light mode, and on a phone (390×844) in dark mode, where the page must not
+ * scroll sideways either.
  *
  * Needs /usr/bin/chromium (CI: `apt-get install -y chromium`), or CHROMIUM_PATH. Without it
  * the test is skipped locally and fails when CI=true.
@@ -111,6 +113,35 @@ describe("dashboard accessibility (axe-core)", { skip }, () => {
       await page.goto(`${base}${path}`);
       await page.locator(ready).first().waitFor();
       assert.deepEqual(await scan(), [], `view ${path}`);
+    }
+  });
+
+  test("on a phone (390×844) in dark mode: dark colours, no sideways page scroll, no serious or critical violation", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.emulateMedia({ colorScheme: "dark" });
+    const views: [string, string][] = [
+      ["/", "tr[data-queue=reports]"],
+      ["/#/jobs", `a[href="#/jobs/${failedId}"]`],
+      [`/#/jobs/${failedId}`, ".breadcrumb"],
+      ["/#/dlq", `a[href="#/jobs/${failedId}"]`],
+      ["/#/schedules", "text=nightly-report"],
+      ["/#/workers", "h1"],
+    ];
+    for (const [path, ready] of views) {
+      await page.goto(`${base}${path}`);
+      await page.locator(ready).first().waitFor();
+      const layout = await page.evaluate(() => ({
+        scrollWidth: document.documentElement.scrollWidth,
+        viewport: document.documentElement.clientWidth,
+        background: getComputedStyle(document.documentElement).backgroundColor,
+      }));
+      assert.ok(
+        layout.scrollWidth <= layout.viewport,
+        `view ${path}: the page is ${layout.scrollWidth}px wide in a ${layout.viewport}px viewport`,
+      );
+      const [r, g, b] = (layout.background.match(/\d+/g) ?? []).map(Number);
+      assert.ok(r + g + b < 120, `view ${path}: dark background, got ${layout.background}`);
+      assert.deepEqual(await scan(), [], `view ${path} (phone, dark)`);
     }
   });
 });

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { escapeHtml } from "../../src/http/dashboard.js";
+import { APP_MODULES, escapeHtml } from "../../src/http/dashboard.js";
 import { toNodeHandler } from "../../src/http/node.js";
 import { call, type Harness, harness, login, ORIGIN } from "./helpers.js";
 
@@ -80,6 +80,22 @@ describe("dashboard", () => {
       assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
       assert.match(csp, /frame-ancestors 'none'/);
       assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+    }
+  });
+
+  test("every ES module of the app is served, each importing only served modules, none over ~400 lines", async () => {
+    const dir = new URL("../../src/http/static/", import.meta.url);
+    const onDisk = readdirSync(dir).filter((f) => f.endsWith(".js"));
+    assert.deepEqual([...APP_MODULES].sort(), onDisk.sort());
+    for (const name of APP_MODULES) {
+      const response = await call(h.handler, `/assets/${name}`, { bearer: null });
+      assert.equal(response.status, 200, name);
+      assert.match(response.headers.get("content-type") ?? "", /text\/javascript/);
+      const source = await response.text();
+      assert.ok(source.split("\n").length <= 420, `${name} is one idea of at most ~400 lines`);
+      for (const [, imported] of source.matchAll(/^import [^;]+ from "\.\/([^"]+)";$/gm)) {
+        assert.ok((APP_MODULES as readonly string[]).includes(imported), `${name} imports ${imported}`);
+      }
     }
   });
 

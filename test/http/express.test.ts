@@ -63,6 +63,29 @@ describe("mounted in Express behind body parsers", () => {
     assert.equal((await h.errand.getJob(failed[2]))?.state, "pending");
   });
 
+  test("bulk actions by filter work: retry and discard failed jobs matching a search, cancel a queue's pending jobs", async () => {
+    await seed(h.errand, 0, 2);
+    const retried = await post("/api/jobs/bulk", { action: "retry", search: "mailbox" });
+    assert.equal(retried.status, 200, await retried.clone().text());
+    assert.ok(((await retried.json()) as { done: number }).done >= 2);
+    assert.equal((await h.errand.listJobs({ state: "failed" })).jobs.length, 0);
+
+    await h.errand.enqueue(sendEmail, { n: 99 });
+    const cancelled = await post("/api/jobs/bulk", { action: "cancel", queue: "emails" });
+    assert.equal(cancelled.status, 200, await cancelled.clone().text());
+    assert.equal((await h.errand.listJobs({ state: "pending", queue: "emails" })).jobs.length, 0);
+
+    await seed(h.errand, 0, 1);
+    const discarded = await post("/api/jobs/bulk", { action: "discard", queue: "emails", search: "mailbox" });
+    assert.equal(discarded.status, 200, await discarded.clone().text());
+    assert.deepEqual(await discarded.json(), {
+      action: "discard",
+      queue: "emails",
+      search: "mailbox",
+      done: 1,
+    });
+  });
+
   test("a wrong field is errand's 400, naming it; nothing changes", async () => {
     const job = await h.errand.enqueue(sendEmail, { n: 1 });
     const wrong = await post("/api/dlq/retry", { ids: "not-a-list" });

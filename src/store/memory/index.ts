@@ -4,7 +4,7 @@
  * and test/conformance/ holds all three to it.
  */
 import type { AttemptRecord, JobLogLine, JobRecord } from "../../job.js";
-import { attemptFromOutcome, newJobRecord, outcomeTransition } from "../common.js";
+import { attemptFromOutcome, bulkState, newJobRecord, outcomeTransition } from "../common.js";
 import { needsDependencyPlan } from "../dependency-plan.js";
 import type {
   ClaimedJob,
@@ -28,7 +28,7 @@ import type {
 import { holderAction, replacementRunAt } from "../unique.js";
 import { type LinkedRow, MemoryLinks, recordOf, unlinked } from "./dependencies.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
-import { listRows, statsOf, throughputOf } from "./reads.js";
+import { deadLetterGroupsOf, listRows, statsOf, throughputOf, timingsOf } from "./reads.js";
 import { clone, MemoryRegistry } from "./registry.js";
 
 interface Row extends LinkedRow {
@@ -413,6 +413,24 @@ export class MemoryStore extends MemoryRegistry implements Store {
     const rows = this.selectFinished(filter, ["failed"]);
     for (const row of rows) this.deleteRow(row);
     return rows.length;
+  }
+
+  async actOnJobs(batch: Parameters<Store["actOnJobs"]>[0]): Promise<number> {
+    const state = bulkState(batch.action);
+    const { page } = listRows(this.jobs.values(), { ...batch, state });
+    const ids = page.map((r) => r.id);
+    if (batch.action === "retry") return this.retryJobs({ ids });
+    if (batch.action === "discard") return this.discardJobs({ ids });
+    for (const id of ids) await this.cancelJob(id);
+    return ids.length;
+  }
+
+  async deadLetterGroups(queue?: string): ReturnType<Store["deadLetterGroups"]> {
+    return deadLetterGroupsOf(this.jobs.values(), queue);
+  }
+
+  async recentTimings(windowMs: number, limit: number): ReturnType<Store["recentTimings"]> {
+    return timingsOf(this.jobs.values(), this.clock() - windowMs, limit);
   }
 
   private deleteRow(row: Row): void {

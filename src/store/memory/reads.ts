@@ -3,8 +3,15 @@
  * stats and the throughput buckets, each a plain function of the rows and the store's now.
  */
 import type { JobRecord } from "../../job.js";
-import { decodeCursor, emptyStats, encodeCursor, matchesSearch } from "../common.js";
-import type { JobFilter, QueueStats, ThroughputBucket } from "../types.js";
+import {
+  DEAD_LETTER_MESSAGE_CHARS,
+  DEAD_LETTER_SAMPLE,
+  decodeCursor,
+  emptyStats,
+  encodeCursor,
+  matchesSearch,
+} from "../common.js";
+import type { DeadLetterGroup, JobFilter, JobTiming, QueueStats, ThroughputBucket } from "../types.js";
 
 /** What the reads need of a row. */
 export interface ReadRow extends JobRecord {
@@ -80,4 +87,44 @@ export function throughputOf(
   return [...buckets.values()].sort(
     (a, b) => a.at.getTime() - b.at.getTime() || a.queue.localeCompare(b.queue),
   );
+}
+
+/** Failed rows (the newest DEAD_LETTER_SAMPLE) grouped by the start of their error message. */
+export function deadLetterGroupsOf(rows: Iterable<ReadRow>, queue?: string): DeadLetterGroup[] {
+  const failed = [...rows]
+    .filter((r) => r.state === "failed" && (!queue || r.queue === queue))
+    .sort((a, b) => b.seq - a.seq)
+    .slice(0, DEAD_LETTER_SAMPLE);
+  const groups = new Map<string, DeadLetterGroup>();
+  for (const r of failed) {
+    const error = (r.lastError ?? "").slice(0, DEAD_LETTER_MESSAGE_CHARS);
+    const at = (r.finishedAt ?? r.createdAt).getTime();
+    const g = groups.get(error);
+    if (!g) groups.set(error, { error, count: 1, firstSeen: new Date(at), lastSeen: new Date(at) });
+    else {
+      g.count++;
+      if (at < g.firstSeen.getTime()) g.firstSeen = new Date(at);
+      if (at > g.lastSeen.getTime()) g.lastSeen = new Date(at);
+    }
+  }
+  return [...groups.values()].sort((a, b) => b.count - a.count || a.error.localeCompare(b.error));
+}
+
+/** Timings of the rows finished (completed or failed) since `since`, newest first. */
+export function timingsOf(rows: Iterable<ReadRow>, since: number, limit: number): JobTiming[] {
+  return [...rows]
+    .filter(
+      (r) =>
+        (r.state === "completed" || r.state === "failed") &&
+        r.startedAt !== null &&
+        r.finishedAt !== null &&
+        r.finishedAt.getTime() >= since,
+    )
+    .sort((a, b) => (b.finishedAt as Date).getTime() - (a.finishedAt as Date).getTime() || b.seq - a.seq)
+    .slice(0, limit)
+    .map((r) => ({
+      queue: r.queue,
+      runMs: Math.max(0, (r.finishedAt as Date).getTime() - (r.startedAt as Date).getTime()),
+      waitMs: Math.max(0, (r.startedAt as Date).getTime() - r.runAt.getTime()),
+    }));
 }

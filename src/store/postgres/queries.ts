@@ -38,6 +38,7 @@ import { NOW } from "./sql/fragments.js";
 
 export * from "./sql/admin.js";
 export * from "./sql/awaited.js";
+export * from "./sql/bulk.js";
 export * from "./sql/counts.js";
 export * from "./sql/dependencies.js";
 export * from "./sql/flow.js";

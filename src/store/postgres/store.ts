@@ -51,6 +51,7 @@ import type {
 } from "../types.js";
 import * as admin from "./admin.js";
 import * as awaited from "./awaited.js";
+import * as bulk from "./bulk.js";
 import {
   type ConnectionLimits,
   createPool,
@@ -310,6 +311,9 @@ export class PostgresStore implements Store {
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
     return admin.discardJobs(this.db, filter);
   }
+  actOnJobs: Store["actOnJobs"] = (batch) => bulk.actOnJobs(this.db, this.notifier, batch);
+  deadLetterGroups: Store["deadLetterGroups"] = (queue) => bulk.deadLetterGroups(this.db, queue);
+  recentTimings: Store["recentTimings"] = (windowMs, limit) => bulk.recentTimings(this.db, windowMs, limit);
 
   pruneFinished(req: PruneRequest): Promise<number> {
     return pruneFinished(this.db, req);

@@ -99,12 +99,12 @@ export const SELECT_JOBS_BY_IDS = "SELECT * FROM errand_jobs WHERE id IN (SELECT
  * listJobs: newest first, keyset pagination on id. One statement per combination of the
  * indexed filters (queue, state, name) so each uses its index — an `(@x IS NULL OR col = @x)`
  * form would defeat the planner. The search filter is a residual condition (id equals, key
- * contains, payload JSON contains: common.ts `matchesSearch`), `@search` NULL turns it off.
+ * contains, payload JSON or error message contains: common.ts `matchesSearch`), `@search` NULL turns it off.
  * A state filter other than running reads the state indexes (NOT_RUNNING, see above); running
  * jobs are listed from errand_jobs_lease_idx (LIST_RUNNING_JOBS).
  */
 const SEARCH =
-  "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0)";
+  "(@search IS NULL OR CAST(id AS TEXT) = @search OR instr(key, @search) > 0 OR instr(payload, @search) > 0 OR instr(last_error, @search) > 0)";
 
 const NOT_RUNNING = "state <> 'running'";
 

@@ -26,7 +26,9 @@
  */
 import type { JobLogLine, JobRecord } from "../../job.js";
 import type {
+  BulkBatch,
   ClaimedJob,
+  DeadLetterGroup,
   FlowClaim,
   FlowLimits,
   FlowStatus,
@@ -34,6 +36,7 @@ import type {
   JobFilter,
   JobLinks,
   JobPage,
+  JobTiming,
   Lease,
   LeaseStatus,
   LedgerEntryKey,
@@ -50,6 +53,7 @@ import type {
   TxHandle,
   WorkerInfo,
 } from "../types.js";
+import * as bulk from "./bulk.js";
 import { Connection, type ConnectionOptions, closedError } from "./connection.js";
 import { jobLinks } from "./dependencies.js";
 import * as flowOps from "./flow.js";
@@ -291,6 +295,22 @@ export class SqliteStore implements Store {
       if (n > 0) this.notifier.finished(filter.ids ?? null);
       return n;
     });
+  }
+
+  actOnJobs(batch: BulkBatch): Promise<number> {
+    return this.c.run(() => {
+      const { count, woken } = bulk.actOnJobs(this.c, batch);
+      this.notifier.notifyEach(woken);
+      return count;
+    });
+  }
+
+  deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
+    return this.c.run(() => bulk.deadLetterGroups(this.c, queue));
+  }
+
+  recentTimings(windowMs: number, limit: number): Promise<JobTiming[]> {
+    return this.c.run(() => bulk.recentTimings(this.c, windowMs, limit));
   }
 
   pruneFinished(req: PruneRequest): Promise<number> {

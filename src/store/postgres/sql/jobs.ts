@@ -129,7 +129,8 @@ WHERE ($1::text IS NULL OR queue = $1)
   AND ($2::text IS NULL OR state = $2)
   AND ($3::text IS NULL OR name = $3)
   AND ($4::bigint IS NULL OR id < $4)
-  AND ($5::text IS NULL OR id::text = $5 OR strpos(key, $5) > 0 OR strpos(payload::text, $5) > 0)
+  AND ($5::text IS NULL OR id::text = $5 OR strpos(key, $5) > 0 OR strpos(payload::text, $5) > 0
+       OR strpos(last_error, $5) > 0)
 ORDER BY id DESC
 LIMIT $6`;
 
