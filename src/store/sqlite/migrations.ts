@@ -240,6 +240,7 @@ CREATE INDEX errand_ledger_global_idx ON errand_ledger (created_at) WHERE scope 
 CREATE TRIGGER errand_jobs_ledger_delete AFTER DELETE ON errand_jobs
 BEGIN
   DELETE FROM errand_ledger WHERE scope = CAST(old.id AS TEXT);
+END;
 `,
   },
   {
