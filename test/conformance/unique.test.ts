@@ -226,7 +226,7 @@ eachStore((it) => {
       for (const scope of ["pending", "unfinished"] as const) {
         const again = await enqueue(store, rule({ while: scope, replace: true }), { v: "new" });
         assert.equal(again.created, false, `while ${scope}`);
-        assert.equal(again.replaced, false, `while ${scope}: a waiting job keeps its payload`);
+        assert.notEqual(again.replaced, true, `while ${scope}: a waiting job keeps its payload`);
         assert.equal(again.job.id, waiting.job.id);
       }
       assert.deepEqual((await mustGet(store, waiting.job.id)).payload, { v: "old" });

@@ -82,7 +82,9 @@ export class MemoryStore extends MemoryRegistry implements Store {
       if (existing && action !== "release") {
         if (action === "replace") this.replaceRow(existing, input, now);
         if (action === "replace") createdQueues.add(existing.queue); // it may be due sooner
-        results.push({ job: this.publicJob(existing), created: false, replaced: action === "replace" });
+        const job = this.publicJob(existing);
+        // As the SQL stores answer: `replaced` only when it was.
+        results.push(action === "replace" ? { job, created: false, replaced: true } : { job, created: false });
         continue;
       }
       const seq = ++this.seq;

@@ -103,7 +103,8 @@ BEGIN
   -- A paused queue gives nothing, as CLAIM_JOBS.
   IF EXISTS (SELECT 1 FROM {{schema}}.paused_queues pq WHERE pq.queue = p_queue) THEN
     RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::int, NULL::int, NULL::int,
-      NULL::text, NULL::float8, NULL::float8, NULL::int, NULL::float8, NULL::text, 0, NULL::float8;
+      NULL::text, NULL::float8, NULL::float8, NULL::int, NULL::float8, NULL::text, NULL::text, 0,
+      NULL::float8;
     RETURN;
   END IF;
 
