@@ -9,129 +9,71 @@
  * `now()` for Postgres, SQLite's clock for SQLite, an injectable clock for memory.
  */
 
-import type { ErrorKind } from "../errors.js";
-import type { FlowLimits } from "../flow-limits.js";
-import type {
-  AttemptRecord,
-  DependencyLink,
-  JobLogLine,
-  JobRecord,
-  JobState,
-  RunningJob,
-  TxHandle,
-} from "../job.js";
+import type { AttemptRecord, JobLogLine, JobRecord, TxHandle } from "../job.js";
 import type { UniqueRule, UniqueWhile } from "../unique-rule.js";
+import type {
+  ClaimedJob,
+  FlowClaim,
+  FlowClaimRequest,
+  FlowStatus,
+  Lease,
+  LeaseStatus,
+  Outcome,
+  OutcomeKind,
+  RescuedJob,
+} from "./claim-types.js";
+import type {
+  DependencyFailurePolicy,
+  InsertResult,
+  JobLinks,
+  NewJob,
+  NewJobDependencies,
+} from "./insert-types.js";
+import type { JobFilter, JobPage, QueueStats, ThroughputBucket } from "./inspect-types.js";
+import type { BulkBatch, DeadLetterGroup, JobTiming } from "./operate-types.js";
+import type {
+  MissedPolicy,
+  QueuePause,
+  ScheduleInput,
+  ScheduleRecord,
+  WorkerInfo,
+} from "./schedule-types.js";
 
-export type { FlowLimits, UniqueRule, UniqueWhile };
+// The request and answer types live in their own files by concern; they are re-exported here so
+// that every layer keeps importing the whole contract from store/types.ts.
+export type { FlowLimits } from "../flow-limits.js";
+export type {
+  BulkBatch,
+  ClaimedJob,
+  DeadLetterGroup,
+  DependencyFailurePolicy,
+  FlowClaim,
+  FlowClaimRequest,
+  FlowStatus,
+  InsertResult,
+  JobFilter,
+  JobLinks,
+  JobPage,
+  JobTiming,
+  Lease,
+  LeaseStatus,
+  MissedPolicy,
+  NewJob,
+  NewJobDependencies,
+  Outcome,
+  OutcomeKind,
+  QueuePause,
+  QueueStats,
+  RescuedJob,
+  ScheduleInput,
+  ScheduleRecord,
+  ThroughputBucket,
+  UniqueRule,
+  UniqueWhile,
+  WorkerInfo,
+};
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
-
-/** A job to insert, already validated. */
-export interface NewJob {
-  queue: string;
-  name: string;
-  payload: unknown;
-  /**
-   * The payload's JSON text, when the caller has already serialised and checked it (errand's
-   * enqueue does: payload.ts `checkPayload`): then `payload` must be `JSON.parse(payloadJson)`,
-   * a value the caller hands over. A store writes this text as is instead of serialising
-   * `payload` again, and may put `payload` itself (not a copy) in the inserted job's record.
-   * Without it, the store serialises `payload` and returns a copy.
-   */
-  payloadJson?: string;
-  priority: number;
-  maxAttempts: number;
-  /** Absolute due time; if absent, `delayMs` after the store's now (0 = now). */
-  runAt?: Date;
-  delayMs?: number;
-  key?: string | null;
-  /**
-   * The job's flow key (flow control: per-key concurrency and rate limits, fairness), from its
-   * definition's key function at enqueue; null or absent when it has none.
-   */
-  flowKey?: string | null;
-  /**
-   * The trace context active at enqueue (tracing/traceparent.ts: the W3C `traceparent`, and
-   * `tracestate` when there is one, as JSON text), stored as is and handed back by the claims;
-   * null or absent when the enqueue was not traced.
-   */
-  traceContext?: string | null;
-  /**
-   * Which job already holding `key` counts as a duplicate of this one (store/unique.ts); null or
-   * absent: any job that holds it (the key's default meaning, `retained` + keep).
-   */
-  unique?: UniqueRule | null;
-  /** What this job waits for (dependsOn, a flow's edges); absent for a job that waits for nothing. */
-  dependencies?: NewJobDependencies;
-  /** Its name in the flow it was enqueued with (ctx.dependencies().byName), or absent. */
-  node?: string | null;
-}
-
-/** What happens to a waiting job when a dependency fails for good or is cancelled. */
-export type DependencyFailurePolicy = "fail" | "cancel" | "run";
-
-export interface NewJobDependencies {
-  /** Stored jobs this one depends on, by id (each must exist: else a ValidationError, nothing stored). */
-  ids: string[];
-  /** Earlier jobs of the same insertJobs call this one depends on, by position (a flow's edges). */
-  rows: number[];
-  onFailure: DependencyFailurePolicy;
-}
-
-/** A job's place in the dependency graph: what it waits for (with results) and what waits for it. */
-export interface JobLinks {
-  dependencies: DependencyLink[];
-  dependents: DependencyLink[];
-}
-
-export interface InsertResult {
-  job: JobRecord;
-  /** false when an existing job with the same (queue, key) was returned instead. */
-  created: boolean;
-  /** true when that existing job was pending and took this one's payload and run time (UniqueRule.replace). */
-  replaced?: boolean;
-}
-
-/** A claimed job: what the executor needs, plus the lease token that fences every later write. */
-/** A job as claimed: what its handler sees (RunningJob), and the lease that holds it. */
-export interface ClaimedJob extends RunningJob {
-  leaseToken: number;
-  lockedUntil: Date;
-  /** The job's flow key, when claimed by claimFlowJobs (null: none). */
-  flowKey?: string | null;
-  /** The trace context stored at enqueue (NewJob.traceContext); null when none. */
-  traceContext: string | null;
-}
-
-/** What claimFlowJobs took, and what it left behind for a limit. */
-/** A claim of a flow-controlled queue: claimJobs's request, with the queue's limits. */
-export interface FlowClaimRequest {
-  queue: string;
-  limit: number;
-  workerId: string;
-  leaseMs: number;
-  flow: FlowLimits;
-}
-
-export interface FlowClaim {
-  jobs: ClaimedJob[];
-  /** Due jobs a limit held back (the claim could have taken them otherwise). */
-  held: number;
-  /** When a rate window or a pause that held jobs back frees up, in ms from now; null if none. */
-  retryInMs: number | null;
-}
-
-/**
- * What flow control sees of a queue now (errand.whyWaiting): running jobs, the claims within the
- * last `windowMs` (epoch ms, oldest first) and the budgets paused beyond now, each by flow key
- * ("" for jobs without one; a pause under "" holds the whole queue).
- */
-export interface FlowStatus {
-  now: Date;
-  running: Map<string, number>;
-  claims: Map<string, number[]>;
-  pausedUntil: Map<string, number>;
-}
 
 /** Which ctx.once entry: a key of one job's own (global false), or of the entries all jobs share. */
 export interface LedgerEntryKey {
@@ -145,132 +87,6 @@ export interface PruneRequest {
   completedAgeMs: number;
   failedAgeMs: number;
   globalOnceAgeMs?: number;
-}
-
-export interface Lease {
-  id: string;
-  leaseToken: number;
-}
-
-export interface LeaseStatus {
-  id: string;
-  /** false: the lease was lost (expired and rescued, or the job was taken over). */
-  held: boolean;
-  cancelRequested: boolean;
-}
-
-/** How an attempt ended, as the worker reports it. Every one is fenced by the lease token. */
-export type OutcomeKind =
-  | "completed" // → completed
-  | "retry" // → pending at now + delayMs, attempt charged
-  | "failed" // → failed (dead-letter queue)
-  | "snoozed" // → pending at now + delayMs, attempt not charged
-  | "released" // → pending now, attempt not charged (interrupted by shutdown)
-  | "cancelled"; // → cancelled
-
-export interface Outcome {
-  id: string;
-  leaseToken: number;
-  kind: OutcomeKind;
-  result?: unknown;
-  delayMs?: number;
-  error?: { message: string; stack?: string; kind: ErrorKind };
-  worker: string;
-  /** The handler's ctx.log lines, kept in this attempt's history entry; absent when none. */
-  logs?: JobLogLine[];
-}
-
-export interface JobFilter {
-  queue?: string;
-  state?: JobState;
-  name?: string;
-  /** Matches the id, or a substring of the key, payload text or error message. */
-  search?: string;
-  limit?: number;
-  /** Opaque cursor from a previous page. Pages go newest first (id descending). */
-  cursor?: string;
-}
-
-export interface JobPage {
-  jobs: JobRecord[];
-  nextCursor: string | null;
-}
-
-export interface QueueStats {
-  queue: string;
-  waiting: number; // waiting for dependencies
-  pending: number; // due now
-  delayed: number; // pending with run_at in the future
-  running: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  completedLastHour: number;
-  failedLastHour: number;
-  completedLastDay: number;
-  failedLastDay: number;
-  /** Age in ms of the oldest due pending job, or null. */
-  oldestPendingMs: number | null;
-}
-
-export interface RescuedJob {
-  id: string;
-  queue: string;
-  name: string;
-  state: "pending" | "failed" | "cancelled";
-  attempt: number;
-}
-
-export interface ThroughputBucket {
-  /** Bucket start. */
-  at: Date;
-  queue: string;
-  completed: number;
-  failed: number;
-}
-
-import type { BulkBatch, DeadLetterGroup, JobTiming } from "./operate-types.js";
-
-export type { BulkBatch, DeadLetterGroup, JobTiming };
-
-export type MissedPolicy = "latest" | "all";
-
-export interface ScheduleRecord {
-  name: string;
-  cron: string;
-  timezone: string;
-  jobName: string;
-  queue: string;
-  payload: unknown;
-  priority: number;
-  missed: MissedPolicy;
-  /** "code": defined in code and synced at start-up; "cli": added by hand. */
-  source: "code" | "cli";
-  nextRunAt: Date;
-  lastFiredAt: Date | null;
-  lastSlot: Date | null;
-  createdAt: Date;
-  /** Set while the schedule is paused (it does not fire); null when it runs. */
-  pausedAt: Date | null;
-}
-
-export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt">;
-
-/** A paused queue: its claims take nothing until it is resumed (see Store.pauseQueue). */
-export interface QueuePause {
-  queue: string;
-  pausedAt: Date;
-}
-
-export interface WorkerInfo {
-  id: string;
-  host: string;
-  pid: number;
-  queues: Record<string, number>;
-  startedAt: Date;
-  lastHeartbeatAt: Date;
-  running: number;
-  processed: number;
 }
 
 export type { TxHandle };

@@ -3,54 +3,38 @@
  * implementation of the Store contract — the SQL stores must behave the same,
  * and test/conformance/ holds all three to it.
  */
-import type { AttemptRecord, JobLogLine, JobRecord } from "../../job.js";
-import { attemptFromOutcome, bulkState, newJobRecord, outcomeTransition } from "../common.js";
-import { needsDependencyPlan } from "../dependency-plan.js";
+import type { JobRecord } from "../../job.js";
+import { bulkState } from "../common.js";
 import type {
   ClaimedJob,
   FlowClaim,
   FlowLimits,
   FlowStatus,
-  InsertResult,
   JobFilter,
   JobLinks,
   JobPage,
-  Lease,
-  LeaseStatus,
-  NewJob,
-  Outcome,
   PruneRequest,
   QueueStats,
-  RescuedJob,
   Store,
   ThroughputBucket,
 } from "../types.js";
-import { holderAction, replacementRunAt } from "../unique.js";
-import { type LinkedRow, MemoryLinks, recordOf, unlinked } from "./dependencies.js";
 import { claimOrder, MemoryFlow } from "./flow.js";
+import type { Row } from "./job-table.js";
+import { MemoryLeases } from "./leases.js";
 import { deadLetterGroupsOf, listRows, statsOf, throughputOf, timingsOf } from "./reads.js";
-import { clone, MemoryRegistry } from "./registry.js";
-
-interface Row extends LinkedRow {
-  seq: number;
-  leaseToken: number;
-  flowKey: string | null;
-  traceContext: string | null;
-}
 
 export interface MemoryStoreOptions {
   /** The store's clock, in ms since the epoch. Tests may inject one. */
   clock?: () => number;
 }
 
-/** The ledger, schedules and worker registry are inherited from MemoryRegistry (./registry.ts). */
-export class MemoryStore extends MemoryRegistry implements Store {
+/**
+ * The job table and inserting (./job-table.ts), leases and finishing (./leases.ts), and through
+ * them the ledger, schedules and worker registry (./registry.ts) are inherited.
+ */
+export class MemoryStore extends MemoryLeases implements Store {
   readonly kind = "memory" as const;
-  private readonly jobs = new Map<string, Row>();
-  private readonly byKey = new Map<string, string>();
-  private seq = 0;
   private readonly flow = new MemoryFlow();
-  private readonly links = new MemoryLinks();
 
   constructor(options: MemoryStoreOptions = {}) {
     super(options.clock ?? Date.now);
@@ -62,67 +46,6 @@ export class MemoryStore extends MemoryRegistry implements Store {
   }
   async now(): Promise<Date> {
     return new Date(this.clock());
-  }
-
-  private publicJob(row: Row): JobRecord {
-    return clone(recordOf(row));
-  }
-
-  async insertJobs(jobs: NewJob[]): Promise<InsertResult[]> {
-    const now = this.clock();
-    const results: InsertResult[] = [];
-    const createdQueues = new Set<string>();
-    const linked = needsDependencyPlan(jobs);
-    if (linked) this.links.check(jobs, this.jobs);
-    for (const input of jobs) {
-      const keyId = input.key ? this.byKey.get(`${input.queue}\u0000${input.key}`) : undefined;
-      const existing = keyId ? this.jobs.get(keyId) : undefined;
-      // The key's holder: a duplicate, one to replace, or one that gives the key up (unique.ts).
-      const action = existing ? (input.unique ? holderAction(input.unique, existing, now) : "match") : null;
-      if (existing && action !== "release") {
-        if (action === "replace") this.replaceRow(existing, input, now);
-        if (action === "replace") createdQueues.add(existing.queue); // it may be due sooner
-        const job = this.publicJob(existing);
-        // As the SQL stores answer: `replaced` only when it was.
-        results.push(action === "replace" ? { job, created: false, replaced: true } : { job, created: false });
-        continue;
-      }
-      const seq = ++this.seq;
-      const runAt = input.runAt ? new Date(input.runAt) : new Date(now + (input.delayMs ?? 0));
-      // The stored copy is private; the caller's record gets its own (with payloadJson, the
-      // payload the caller handed over).
-      const stored = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
-      const record = newJobRecord(String(seq), input, stored, runAt, new Date(now));
-      const row: Row = {
-        ...record,
-        seq,
-        leaseToken: 0,
-        flowKey: input.flowKey ?? null,
-        traceContext: input.traceContext ?? null,
-        ...unlinked(),
-      };
-      this.jobs.set(row.id, row);
-      if (row.key) this.byKey.set(`${row.queue}\u0000${row.key}`, row.id);
-      createdQueues.add(row.queue);
-      const job =
-        input.payloadJson === undefined
-          ? this.publicJob(row)
-          : newJobRecord(row.id, input, input.payload, new Date(runAt), new Date(now));
-      results.push({ job, created: true });
-    }
-    if (linked) this.links.apply(jobs, results, this.jobs, now);
-    for (const queue of createdQueues) this.notify(queue);
-    return results;
-  }
-
-  /** A pending job holding a key takes a new enqueue's payload, run time, priority and flow key. */
-  private replaceRow(row: Row, input: NewJob, now: number): void {
-    row.payload = input.payloadJson === undefined ? clone(input.payload) : JSON.parse(input.payloadJson);
-    row.runAt = new Date(
-      replacementRunAt(input.unique as NonNullable<NewJob["unique"]>, input, row.createdAt, now),
-    );
-    row.priority = input.priority;
-    row.flowKey = input.flowKey ?? null;
   }
 
   /** Nothing to record (every finish reaches onJobsFinished); the jobs as they are. */
@@ -197,157 +120,6 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   async pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void> {
     this.flow.pause(req, this.clock());
-  }
-
-  private claimRow(r: Row, req: { workerId: string; leaseMs: number }, now: number): ClaimedJob {
-    r.state = "running";
-    r.attempt += 1;
-    r.leaseToken += 1;
-    r.lockedBy = req.workerId;
-    r.lockedUntil = new Date(now + req.leaseMs);
-    r.startedAt = new Date(now);
-    r.progress = null;
-    return {
-      id: r.id,
-      queue: r.queue,
-      name: r.name,
-      payload: clone(r.payload),
-      priority: r.priority,
-      attempt: r.attempt,
-      maxAttempts: r.maxAttempts,
-      key: r.key,
-      runAt: new Date(r.runAt),
-      createdAt: new Date(r.createdAt),
-      leaseToken: r.leaseToken,
-      lockedUntil: new Date(r.lockedUntil),
-      traceContext: r.traceContext,
-    };
-  }
-
-  private held(lease: Lease): Row | undefined {
-    const row = this.jobs.get(lease.id);
-    return row && row.state === "running" && row.leaseToken === lease.leaseToken ? row : undefined;
-  }
-
-  async extendLeases(leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
-    const now = this.clock();
-    return leases.map((lease) => {
-      const row = this.held(lease);
-      if (row) row.lockedUntil = new Date(now + leaseMs);
-      return { id: lease.id, held: row !== undefined, cancelRequested: row?.cancelRequested ?? false };
-    });
-  }
-
-  async returnJobs(leases: Lease[]): Promise<number> {
-    const now = this.clock();
-    let returned = 0;
-    for (const lease of leases) {
-      const row = this.held(lease);
-      if (!row) continue;
-      row.attempt -= 1;
-      if (row.attempt === 0) row.startedAt = null;
-      row.lockedBy = null;
-      row.lockedUntil = null;
-      row.progress = null;
-      if (row.cancelRequested) {
-        row.state = "cancelled";
-        row.finishedAt = new Date(now);
-        row.cancelRequested = false;
-        this.settled(row, now);
-      } else {
-        row.state = "pending";
-        this.notify(row.queue);
-      }
-      returned++;
-    }
-    return returned;
-  }
-
-  async finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
-    const now = this.clock();
-    const applied = outcomes.map((outcome) => {
-      const row = this.held(outcome);
-      if (!row) return false;
-      this.applyOutcome(row, outcome, now);
-      return true;
-    });
-    return applied;
-  }
-
-  private applyOutcome(row: Row, outcome: Outcome, now: number): void {
-    const t = outcomeTransition(outcome, row.cancelRequested, now);
-    row.attempts.push(
-      attemptFromOutcome(outcome, t, row.attempt, row.startedAt ?? new Date(now), new Date(now)),
-    );
-    row.state = t.state;
-    if (t.uncharge) row.attempt -= 1;
-    if (t.runAt) row.runAt = t.runAt;
-    if (outcome.error) row.lastError = outcome.error.message;
-    if (outcome.kind === "completed") row.result = clone(outcome.result ?? null);
-    if (t.state !== "pending") row.finishedAt = new Date(now);
-    row.lockedBy = null;
-    row.lockedUntil = null;
-    row.cancelRequested = false;
-    if (t.state === "pending") this.notify(row.queue);
-    else this.settled(row, now);
-  }
-
-  /** A finished job wakes its waiters (waitFor) and resolves its dependents (dependencies.ts); most have none. */
-  private settled(row: Row, now: number): void {
-    this.finished(row.id);
-    if (row.hasDependents) this.links.finished(row, this.jobs, now, (queue) => this.notify(queue));
-  }
-
-  async completeInTransaction<T>(
-    lease: Lease,
-    worker: string,
-    fn: (tx: unknown) => Promise<T> | T,
-    logs?: () => JobLogLine[] | undefined,
-  ): Promise<{ applied: boolean; value?: T }> {
-    if (!this.held(lease)) return { applied: false };
-    const value = await fn(null);
-    const row = this.held(lease);
-    if (!row) return { applied: false };
-    const outcome: Outcome = { ...lease, kind: "completed", result: value, worker };
-    const lines = logs?.();
-    if (lines) outcome.logs = lines;
-    this.applyOutcome(row, outcome, this.clock());
-    return { applied: true, value };
-  }
-
-  async setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
-    const row = this.held(lease);
-    if (row) row.progress = { ...progress };
-    return row !== undefined;
-  }
-
-  async rescueExpiredLeases(): Promise<RescuedJob[]> {
-    const now = this.clock();
-    const rescued: RescuedJob[] = [];
-    for (const row of this.jobs.values()) {
-      if (row.state !== "running" || (row.lockedUntil?.getTime() ?? 0) >= now) continue;
-      const record: AttemptRecord = {
-        attempt: row.attempt,
-        startedAt: (row.startedAt ?? new Date(now)).toISOString(),
-        finishedAt: new Date(now).toISOString(),
-        worker: row.lockedBy,
-        outcome: "lost",
-        error: `lease expired: worker ${row.lockedBy ?? "?"} stopped heartbeating`,
-        kind: "lost",
-      };
-      row.attempts.push(record);
-      row.lastError = record.error ?? null;
-      row.state = row.cancelRequested ? "cancelled" : row.attempt >= row.maxAttempts ? "failed" : "pending";
-      if (row.state === "pending") row.runAt = new Date(now);
-      else row.finishedAt = new Date(now);
-      row.lockedBy = null;
-      row.lockedUntil = null;
-      row.cancelRequested = false;
-      rescued.push({ id: row.id, queue: row.queue, name: row.name, state: row.state, attempt: row.attempt });
-      if (row.state === "pending") this.notify(row.queue);
-      else this.settled(row, now);
-    }
-    return rescued;
   }
 
   async countJobsAhead(
@@ -433,16 +205,6 @@ export class MemoryStore extends MemoryRegistry implements Store {
 
   async recentTimings(windowMs: number, limit: number): ReturnType<Store["recentTimings"]> {
     return timingsOf(this.jobs.values(), this.clock() - windowMs, limit);
-  }
-
-  private deleteRow(row: Row): void {
-    this.jobs.delete(row.id);
-    this.forgetLedgerOf(row.id);
-    this.finished(row.id);
-    this.links.deleted(row.id);
-    // Only the job holding the key frees it: one that gave it up shares it with its holder.
-    const key = `${row.queue}\u0000${row.key}`;
-    if (row.key && this.byKey.get(key) === row.id) this.byKey.delete(key);
   }
 
   async pruneFinished(req: PruneRequest): Promise<number> {

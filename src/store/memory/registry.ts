@@ -1,7 +1,7 @@
 /**
  * The memory store's registry: the idempotency ledger, the schedules, the paused queues, the
- * worker registry and the wake-up listeners. None of it touches the jobs table, so MemoryStore
- * (./index.ts) inherits it.
+ * worker registry and the wake-up listeners. None of it touches the jobs table, so the job table
+ * (./job-table.ts), and through it MemoryStore (./index.ts), inherits it.
  */
 import type { LedgerEntryKey, QueuePause, ScheduleInput, ScheduleRecord, WorkerInfo } from "../types.js";
 
