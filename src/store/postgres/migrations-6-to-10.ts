@@ -4,10 +4,10 @@
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
  */
-import type { PostgresMigration } from "./migrations.js";
 import { FLOW_CLAIM_FUNCTION } from "./sql/flow-claim-function.js";
 
-export const MIGRATIONS_6_TO_10: readonly PostgresMigration[] = [
+/** PostgresMigration entries, typed where migrations.ts spreads them (importing the type here would make a cycle). */
+export const MIGRATIONS_6_TO_10 = [
   {
     version: 6,
     name: "tracing: the trace context of the enqueue",
