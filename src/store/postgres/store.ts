@@ -4,7 +4,7 @@
  * test/conformance/ holds it to that. All SQL is in queries.ts (and the sql/ files it
  * re-exports), the schema in migrations.ts. Each operation lives in the file of its concern
  * (insert.ts, leases.ts, reads.ts, …) as a plain function over a `Db` (db.ts); this class holds
- * the store's state (pool, limits, notifier, vacuum) and delegates.
+ * the store's state (pool, limits, notifier, vacuum: assembled in store-parts.ts) and delegates.
  *
  * How it stays fast and safe under many workers:
  * - claimJobs is one statement: `FOR UPDATE SKIP LOCKED` over a partial index of pending jobs in
@@ -22,7 +22,7 @@
  *   all) is bounded by timeouts sized from the lease (connection.ts).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import pg from "pg";
+import type pg from "pg";
 import type { JobLogLine, JobRecord } from "../../job.js";
 import type {
   ClaimedJob,
@@ -52,30 +52,21 @@ import type {
 import * as admin from "./admin.js";
 import * as awaited from "./awaited.js";
 import * as bulk from "./bulk.js";
-import {
-  type ConnectionLimits,
-  createPool,
-  DEFAULT_LEASE_MS,
-  endPool,
-  limitsForLease,
-  listenClientConfig,
-  SilentConnectionError,
-  trackClients,
-} from "./connection.js";
-import { createDb, type Db } from "./db.js";
+import { type ConnectionLimits, DEFAULT_LEASE_MS, endPool, limitsForLease } from "./connection.js";
+import type { Db } from "./db.js";
 import { jobLinks } from "./dependencies.js";
 import * as flowOps from "./flow.js";
 import { insertJobs } from "./insert.js";
 import * as leases from "./leases.js";
 import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrate.js";
-import { Notifier } from "./notifier.js";
+import type { Notifier } from "./notifier.js";
 import { checkPostgresStoreOptions, type PostgresStoreOptions } from "./options.js";
 import * as pauses from "./pauses.js";
-import * as Q from "./queries.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
-import { pruneFinished, Vacuum } from "./upkeep.js";
+import { assembleStoreParts } from "./store-parts.js";
+import { pruneFinished, type Vacuum } from "./upkeep.js";
 import * as workers from "./workers.js";
 
 export type { PostgresStoreOptions };
@@ -108,34 +99,21 @@ export class PostgresStore implements Store {
     const schema = checkPostgresStoreOptions(options);
     this.schema = schema;
     this.onError = options.onError;
-    this.ownsPool = !options.pool;
-    this.pool =
-      options.pool ??
-      createPool({ url: options.url as string, schema, max: options.poolSize ?? 10, limits: this.limits });
-    this.clients = this.ownsPool ? trackClients(this.pool) : new Set();
+    const parts = assembleStoreParts(
+      options,
+      schema,
+      () => this.limits,
+      (err) => this.report(err),
+    );
+    this.pool = parts.pool;
+    this.ownsPool = parts.ownsPool;
+    this.clients = parts.clients;
+    this.db = parts.db;
+    this.vacuum = parts.vacuum;
+    this.notifier = parts.notifier;
     // An idle client whose connection dies (restart, pg_terminate_backend) emits 'error' on the
     // pool; without a handler that would crash the process. The pool drops the client itself.
     this.pool.on("error", this.poolErrorHandler);
-    this.db = createDb({
-      pool: this.pool,
-      schema,
-      limits: () => this.limits,
-      report: (err) => this.report(err),
-      clock: options.clock,
-    });
-    this.vacuum = new Vacuum(this.db, options.vacuumDeadRows ?? 100_000);
-
-    const url = options.url;
-    const poolOptions = (this.pool as unknown as { options?: pg.ClientConfig }).options ?? {};
-    this.notifier = new Notifier({
-      channel: Q.channelName(schema),
-      onError: (err) => this.report(err),
-      createClient: () =>
-        new pg.Client(listenClientConfig(url ? { connectionString: url } : poolOptions, schema, this.limits)),
-      // A silent LISTEN connection delivers nothing and says nothing: a check every lease finds it.
-      checkEveryMs: () => this.limits.statementMs,
-      onSilent: (ms) => this.report(new SilentConnectionError("the LISTEN connection's check", ms)),
-    });
   }
 
   private report(err: unknown): void {

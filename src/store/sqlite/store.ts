@@ -15,7 +15,8 @@
  *   (watch.ts), with a `PRAGMA data_version` poll as the safety net (notifier.ts).
  * - This class only delegates, one file per concern: connection.ts (opening, pragmas, the gate),
  *   insert.ts, reads.ts, leases.ts, ledger.ts, workers.ts, upkeep.ts, schedules.ts, migrations.ts,
- *   notifier.ts; the SQL is in queries.ts, the row decoding in rows.ts.
+ *   notifier.ts; waking-writes.ts runs the writes that wake listeners and tells the notifier;
+ *   the SQL is in queries.ts, the row decoding in rows.ts.
  * - A shared application handle (`openSqliteStore({ db })`): errand never closes it and never
  *   changes its pragmas. If the application holds a transaction open on it, worker operations
  *   (claim, finish, extend, rescue, completeInTransaction) do not run inside it — their writes
@@ -67,6 +68,7 @@ import * as pauses from "./pauses.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
 import * as upkeep from "./upkeep.js";
+import * as writes from "./waking-writes.js";
 import * as workers from "./workers.js";
 
 export interface SqliteStoreOptions extends ConnectionOptions, NotifierOptions {}
@@ -198,38 +200,21 @@ export class SqliteStore implements Store {
   }
 
   returnJobs(held: Lease[]): Promise<number> {
-    return this.c.run(() => {
-      const returned = leases.returnJobs(this.c, held);
-      this.notifier.notifyEach(returned.filter((r) => r.state === "pending").map((r) => r.queue));
-      if (returned.some((r) => r.state === "cancelled")) this.notifier.finished(held.map((l) => l.id));
-      return returned.length;
-    });
+    return writes.returnJobs(this.c, this.notifier, held);
   }
 
   finishJobs(outcomes: Outcome[]): Promise<boolean[]> {
-    return this.c.run(() => {
-      const { applied, wake } = leases.finishJobs(this.c, outcomes);
-      this.notifier.notifyEach(wake);
-      this.notifier.finished(outcomes.filter((_, i) => applied[i]).map((o) => o.id));
-      return applied;
-    });
+    return writes.finishJobs(this.c, this.notifier, outcomes);
   }
 
-  /** leases.ts; wake-ups raised meanwhile are sent once it ends. */
-  async completeInTransaction<T>(
+  /** leases.ts; wake-ups raised meanwhile are sent once it ends (waking-writes.ts). */
+  completeInTransaction<T>(
     lease: Lease,
     worker: string,
     fn: (tx: TxHandle) => Promise<T> | T,
     logs?: () => JobLogLine[] | undefined,
   ): Promise<{ applied: boolean; value?: T }> {
-    try {
-      const { woken, ...done } = await leases.completeInTransaction(this.c, lease, worker, fn, logs);
-      if (done.applied) this.notifier.finished([lease.id]);
-      if (woken) this.notifier.notifyEach(woken);
-      return done;
-    } finally {
-      this.notifier.flushDeferred();
-    }
+    return writes.completeInTransaction(this.c, this.notifier, lease, worker, fn, logs);
   }
 
   setProgress(lease: Lease, progress: { fraction: number; message?: string }): Promise<boolean> {
@@ -238,12 +223,7 @@ export class SqliteStore implements Store {
 
   /** Returns [] while the application holds a transaction open on a shared handle. */
   rescueExpiredLeases(_workerNote?: string): Promise<RescuedJob[]> {
-    return this.c.run(() => {
-      const rescued = upkeep.rescueExpiredLeases(this.c);
-      for (const r of rescued) if (r.state === "pending") this.notifier.notify(r.queue);
-      this.notifier.finished(rescued.filter((r) => r.state !== "pending").map((r) => r.id));
-      return rescued;
-    });
+    return writes.rescueExpiredLeases(this.c, this.notifier);
   }
 
   // ── waitFor (notifier.ts) ────────────────────────────────────────────────────────────────
@@ -274,35 +254,19 @@ export class SqliteStore implements Store {
   }
 
   cancelJob(id: string): Promise<JobRecord | null> {
-    return this.c.run(() => {
-      const job = upkeep.cancelJob(this.c, id);
-      if (job?.state === "cancelled") this.notifier.finished([job.id]);
-      return job;
-    });
+    return writes.cancelJob(this.c, this.notifier, id);
   }
 
   retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
-    return this.c.run(() => {
-      const queues = upkeep.retryJobs(this.c, filter);
-      this.notifier.notifyEach(queues);
-      return queues.length;
-    });
+    return writes.retryJobs(this.c, this.notifier, filter);
   }
 
   discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
-    return this.c.run(() => {
-      const n = upkeep.discardJobs(this.c, filter);
-      if (n > 0) this.notifier.finished(filter.ids ?? null);
-      return n;
-    });
+    return writes.discardJobs(this.c, this.notifier, filter);
   }
 
   actOnJobs(batch: BulkBatch): Promise<number> {
-    return this.c.run(() => {
-      const { count, woken } = bulk.actOnJobs(this.c, batch);
-      this.notifier.notifyEach(woken);
-      return count;
-    });
+    return writes.actOnJobs(this.c, this.notifier, batch);
   }
 
   deadLetterGroups(queue?: string): Promise<DeadLetterGroup[]> {
@@ -366,11 +330,7 @@ export class SqliteStore implements Store {
 
   /** Wakes the queue's workers here and (through the commit watch) in other processes. */
   resumeQueue(queue: string): Promise<boolean> {
-    return this.c.run(() => {
-      const resumed = pauses.resumeQueue(this.c, queue);
-      if (resumed) this.notifier.notify(queue);
-      return resumed;
-    });
+    return writes.resumeQueue(this.c, this.notifier, queue);
   }
 
   listPausedQueues(): Promise<QueuePause[]> {
