@@ -45,7 +45,9 @@ export abstract class MemoryJobTable extends MemoryRegistry {
         if (action === "replace") createdQueues.add(existing.queue); // it may be due sooner
         const job = this.publicJob(existing);
         // As the SQL stores answer: `replaced` only when it was.
-        results.push(action === "replace" ? { job, created: false, replaced: true } : { job, created: false });
+        results.push(
+          action === "replace" ? { job, created: false, replaced: true } : { job, created: false },
+        );
         continue;
       }
       const seq = ++this.seq;
