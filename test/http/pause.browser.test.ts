@@ -6,25 +6,18 @@
  * and run a schedule.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { z } from "zod";
 import { createFetchHandler } from "../../src/http/app.js";
 import { toNodeHandler } from "../../src/http/node.js";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
+import { launchChromium, skipWithoutChromium } from "../helpers/chromium.js";
 import { defs, TOKEN } from "./helpers.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === "true") {
-  throw new Error(
-    `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH`,
-  );
-}
-const skip = available ? false : `Chromium not found at ${CHROMIUM} (apt-get install -y chromium)`;
+const skip = skipWithoutChromium;
 
 const started: string[] = [];
 const mail = defineJob({
@@ -56,10 +49,7 @@ describe("pausing from the dashboard in Chromium", { skip }, () => {
     server = createServer(toNodeHandler(createFetchHandler(errand, { dashboardToken: TOKEN })));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
     page.on("console", (msg) => {
       if (/Content Security Policy/i.test(msg.text())) pageErrors.push(msg.text());
