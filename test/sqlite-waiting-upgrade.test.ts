@@ -1,8 +1,8 @@
 /**
  * SQLite migration 9 rebuilds errand_jobs so that its state CHECK allows 'waiting' (SQLite cannot
- * alter a constraint): a database as version 4 left it, holding jobs, is upgraded in place — rows,
- * indexes and the AUTOINCREMENT counter kept (an id of a pruned job is never given again) — and
- * then stores waiting jobs.
+ * alter a constraint): a database as the version before it left it, holding jobs, is upgraded in
+ * place — rows, indexes, triggers and the AUTOINCREMENT counter kept (an id of a pruned job is
+ * never given again) — and then stores waiting jobs.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -15,7 +15,10 @@ test("an old database is rebuilt with the waiting state: rows, indexes and ids k
   const path = await tempPath(t);
   const db = new Database(path);
   db.exec(MIGRATIONS_TABLE_SQL);
-  for (const m of MIGRATIONS.filter((m) => m.version <= 4)) {
+  // The version that rebuilds the table is the one with a `before` step (widenStateCheck).
+  const rebuild = MIGRATIONS.find((m) => m.before !== undefined)?.version as number;
+  assert.equal(rebuild, 9);
+  for (const m of MIGRATIONS.filter((m) => m.version < rebuild)) {
     db.exec(m.sql);
     db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
       m.version,
@@ -29,14 +32,17 @@ test("an old database is rebuilt with the waiting state: rows, indexes and ids k
   insert.run("completed", "k");
   insert.run("failed", null);
   db.prepare("DELETE FROM errand_jobs WHERE id = 3").run(); // pruned: id 3 must never come back
-  const indexes = () =>
-    db
+  const schemaOf = (on: Database.Database) =>
+    on
       .prepare(
-        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'errand_jobs' AND sql IS NOT NULL ORDER BY name",
+        "SELECT type, name FROM sqlite_schema WHERE type IN ('index', 'trigger') AND tbl_name = 'errand_jobs' AND sql IS NOT NULL ORDER BY type, name",
       )
-      .pluck()
       .all();
-  const before = indexes();
+  const before = schemaOf(db);
+  assert.ok(
+    before.some((o) => (o as { type: string }).type === "trigger"),
+    "the ledger's delete trigger exists before",
+  );
   assert.throws(
     () => db.prepare("UPDATE errand_jobs SET state = 'waiting' WHERE id = 1").run(),
     /CHECK constraint/,
@@ -64,12 +70,9 @@ test("an old database is rebuilt with the waiting state: rows, indexes and ids k
   assert.equal(w.job.state, "waiting");
   const check = new Database(path, { readonly: true });
   t.after(() => check.close());
-  const after = check
-    .prepare(
-      "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'errand_jobs' AND sql IS NOT NULL ORDER BY name",
-    )
-    .pluck()
-    .all();
-  assert.deepEqual(after, before, "every index of the table is back");
+  const after = schemaOf(check).filter(
+    (o) => (o as { name: string }).name !== "errand_jobs_forget_dependencies",
+  );
+  assert.deepEqual(after, before, "every index and trigger of the table is back");
   assert.equal(check.prepare("SELECT flow_key FROM errand_jobs WHERE id = 2").pluck().get(), "k");
 });
