@@ -14,7 +14,8 @@
  * When it drops (server restart, pg_terminate_backend, network, silence) it reconnects with exponential
  * backoff (100 ms doubling to 5 s, jittered) forever, and after every re-LISTEN (or a first
  * LISTEN that needed retries) calls the listeners with `null`: notifications sent while it was
- * away are lost, so every queue may have work. It never logs and never throws: errors go to
+ * away are lost, so every queue may have work. After a first LISTEN the awaited-job listeners get
+ * `null` too: a job awaited before the LISTEN was up may have finished unheard. It never logs and never throws: errors go to
  * `onError` when one is given. Until the first LISTEN is up, the store also notifies in-process
  * listeners of its own inserts directly (notifyLocally below), so a subscribe-then-enqueue is never missed.
  */
@@ -186,6 +187,19 @@ export class Notifier {
     this.everListened = true;
     for (const resolve of this.waiters.splice(0)) resolve();
     if (reconnected) this.emit(null);
+    // A first LISTEN: a job awaited before it was up may have finished meanwhile, its NOTIFY
+    // heard by nobody (a CI run lost one so), so the waiters look at all their jobs once now.
+    else if (this.finishedListeners.size > 0) this.emitFinishedToAll();
+  }
+
+  private emitFinishedToAll(): void {
+    for (const listener of this.finishedListeners) {
+      try {
+        listener(null);
+      } catch (err) {
+        this.report(err);
+      }
+    }
   }
 
   private scheduleCheck(client: pg.Client, generation: number, drop: (err?: unknown) => void): void {
