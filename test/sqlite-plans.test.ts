@@ -16,10 +16,9 @@ import { test } from "node:test";
 import Database from "better-sqlite3";
 import * as Flow from "../src/store/sqlite/flow-queries.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
-import { MIGRATIONS, MIGRATIONS_TABLE_SQL } from "../src/store/sqlite/migrations.js";
 import * as Pause from "../src/store/sqlite/pause-queries.js";
 import * as Q from "../src/store/sqlite/queries.js";
-import { connection, fresh, tempPath } from "./helpers/sqlite.js";
+import { applyMigrationsBelow, connection, fresh, tempPath } from "./helpers/sqlite.js";
 
 /** Each exported statement that reads or writes errand_jobs, by module and name. */
 function statements(): [string, string][] {
@@ -132,13 +131,7 @@ test("the claim and the finish change no entry of the state indexes", async (t) 
 test("a database made before version 5 upgrades in place and reads the same", async (t) => {
   const path = await tempPath(t);
   const old = new Database(path);
-  old.exec(MIGRATIONS_TABLE_SQL);
-  for (const m of MIGRATIONS.filter((x) => x.version < 5)) {
-    old.exec(m.sql);
-    old
-      .prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-      .run(m.version, m.name);
-  }
+  applyMigrationsBelow(old, 5);
   const now = Date.now();
   const insert = old.prepare(`
     INSERT INTO errand_jobs (queue, name, state, priority, attempt, max_attempts, run_at, payload, created_at,

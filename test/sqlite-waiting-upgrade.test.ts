@@ -8,23 +8,16 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import Database from "better-sqlite3";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
-import { MIGRATIONS, MIGRATIONS_TABLE_SQL } from "../src/store/sqlite/migrations.js";
-import { tempPath } from "./helpers/sqlite.js";
+import { MIGRATIONS } from "../src/store/sqlite/migrations.js";
+import { applyMigrationsBelow, tempPath } from "./helpers/sqlite.js";
 
 test("an old database is rebuilt with the waiting state: rows, indexes and ids kept", async (t) => {
   const path = await tempPath(t);
   const db = new Database(path);
-  db.exec(MIGRATIONS_TABLE_SQL);
   // The version that rebuilds the table is the one with a `before` step (widenStateCheck).
   const rebuild = MIGRATIONS.find((m) => m.before !== undefined)?.version as number;
   assert.equal(rebuild, 9);
-  for (const m of MIGRATIONS.filter((m) => m.version < rebuild)) {
-    db.exec(m.sql);
-    db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
-      m.version,
-      m.name,
-    );
-  }
+  applyMigrationsBelow(db, rebuild);
   const insert = db.prepare(
     "INSERT INTO errand_jobs (queue, name, state, max_attempts, run_at, payload, created_at, flow_key) VALUES ('q', 'old', ?, 3, 0, '{\"n\":1}', 0, ?)",
   );

@@ -6,6 +6,7 @@ import type { TestContext } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import { openSqliteStore, type SqliteStoreOptions } from "../../src/store/sqlite/index.js";
+import { MIGRATIONS, MIGRATIONS_TABLE_SQL } from "../../src/store/sqlite/migrations.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The SQLite store's module, for child processes to import. */
@@ -33,4 +34,19 @@ export function connection(t: TestContext, path: string): Database.Database {
   db.pragma("busy_timeout = 5000");
   t.after(() => db.close());
   return db;
+}
+
+/**
+ * Brings a bare database to the schema an older errand left: every migration below `version`,
+ * recorded as applied, as upgrade tests need before they open the store on it.
+ */
+export function applyMigrationsBelow(db: Database.Database, version: number): void {
+  db.exec(MIGRATIONS_TABLE_SQL);
+  for (const m of MIGRATIONS.filter((x) => x.version < version)) {
+    db.exec(m.sql);
+    db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
+      m.version,
+      m.name,
+    );
+  }
 }

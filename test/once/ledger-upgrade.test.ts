@@ -15,10 +15,9 @@ import { openPostgresStore } from "../../src/store/postgres/index.js";
 import { MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { bindSchema } from "../../src/store/postgres/queries.js";
 import { openSqliteStore } from "../../src/store/sqlite/index.js";
-import { MIGRATIONS_TABLE_SQL, MIGRATIONS as SQLITE_MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import type { Store } from "../../src/store/types.js";
 import { freshSchema, postgresUrl } from "../helpers/postgres.js";
-import { tempPath } from "../helpers/sqlite.js";
+import { applyMigrationsBelow, tempPath } from "../helpers/sqlite.js";
 import { target } from "../helpers/targets.js";
 
 /** The job id (as text) that recorded the old entry "mail:1". */
@@ -36,14 +35,7 @@ const oldDatabases: OldDatabase[] = [
     async open(t) {
       const path = await tempPath(t);
       const db = new Database(path);
-      db.exec(MIGRATIONS_TABLE_SQL);
-      for (const m of SQLITE_MIGRATIONS.filter((x) => x.version < 7)) {
-        db.exec(m.sql);
-        db.prepare("INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, 0)").run(
-          m.version,
-          m.name,
-        );
-      }
+      applyMigrationsBelow(db, 8); // 8: ctx.once scopes
       db.prepare("INSERT INTO errand_ledger (key, job_id, value, created_at) VALUES ('mail:1', ?, ?, 0)").run(
         RECORDER,
         JSON.stringify({ messageId: "m-1" }),
