@@ -1,7 +1,13 @@
 /**
- * The text of migration 11 (migrations.ts): `flow_claim`, the claim of a flow-controlled queue in
- * one round trip. A shipped migration: never edit this text; a change is a new migration that
- * replaces the function (CREATE OR REPLACE).
+ * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
+ * (with the tables it uses) and replaced whole by migration 11 (migrations-6-to-11.ts).
+ *
+ * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
+ * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a
+ * database that never had it. Every database ends with the same function, whichever version it
+ * started from; a change to the text below therefore needs a new migration that installs it
+ * again (or databases past migration 11 keep the old one). It may use only what migration 10
+ * has created.
  *
  * Why a function. The claim must read the queue's state (running jobs, the claim log, paused
  * budgets) after taking the queue's advisory lock, or two claimers could both see a free slot.
@@ -12,6 +18,17 @@
  * autocommit it holds the lock until its own commit. The claim was 5 round trips (BEGIN, lock,
  * read, claim, COMMIT), 3 of them under the lock; now it is one, its plans cached per
  * connection. bench/flow-control.ts has the before and after (bench/NOTES.md).
+ *
+ * Plans (migration 11). Every read here is by index, and the function runs with
+ * `enable_seqscan = off` so that no statement leaves them: on a never-analyzed table the planner
+ * takes `locked_until IS NOT NULL` for nearly every row and counted the running jobs with a
+ * sequential scan of the whole table (5.8 ms per claim over 60,000 jobs, EXPLAIN ANALYZE through
+ * auto_explain), and the claiming UPDATE ANDed jobs_claim_idx's 60,000 pending entries into its
+ * bitmap (1.9 ms) unless its state test is opaque, as in CLAIM_JOBS. The claimed rows carry their
+ * pick's key and order out of the UPDATE (`FROM picks`): joining the two CTEs afterwards was a
+ * nested loop over both (estimated at one row each), quadratic in the claim's size. Together:
+ * `node --import tsx bench/flow-control.ts 20000` (never-analyzed tables) went from 0.11 to
+ * 0.55 of the unlimited queue's throughput with a global limit (bench/NOTES.md finding 16).
  *
  * It decides as store/flow-plan.ts planFlowClaim does (memory and SQLite run that code; the
  * conformance suite holds all three to the same answers):
@@ -61,11 +78,16 @@ const windowFrees = (where: string, limit: string, perMs: string) => `(
     WHERE c.queue = p_queue AND ${where} AND c.at > v_now - ${perMs} * interval '1 millisecond'
   ) w WHERE w.newer >= ${limit} ORDER BY w.at DESC LIMIT 1)`;
 
-export const FLOW_CLAIM_FUNCTION = `
+/** Migration 10's tables: the claim log's count per key, and the queues waiting for a freed slot. */
+export const FLOW_CLAIM_TABLES = `
 ALTER TABLE {{schema}}.flow_claims ADD COLUMN IF NOT EXISTS n integer NOT NULL DEFAULT 1;
 -- Queues whose last claim a concurrency cap held back: a finish there notifies the queue's
 -- channel (sql/flow.ts FINISH_*_FREEING), so waiting workers claim the freed slot at once.
 CREATE TABLE IF NOT EXISTS {{schema}}.flow_waits (queue text PRIMARY KEY);
+`;
+
+/** The function's newest text (see the top of this file). */
+export const FLOW_CLAIM_DEFINITION = `
 CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
   p_lock text, p_queue text, p_limit int, p_worker text, p_lease_ms float8,
   p_global int, p_key_limit int, p_rate int, p_rate_ms float8, p_key_rate int, p_key_rate_ms float8,
@@ -73,7 +95,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
 RETURNS TABLE (id bigint, queue text, name text, payload jsonb, priority int, attempt int, max_attempts int,
   key text, run_at float8, created_at float8, lease_token int, locked_until float8, flow_key text,
   trace_context text, held int, retry_ms float8)
-LANGUAGE plpgsql AS $flow_claim$
+LANGUAGE plpgsql SET enable_seqscan = off AS $flow_claim$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
@@ -227,14 +249,15 @@ BEGIN
     UPDATE ${JOBS} j
     SET state = 'running', attempt = j.attempt + 1, lease_token = j.lease_token + 1, locked_by = p_worker,
         locked_until = v_now + p_lease_ms * interval '1 millisecond', started_at = v_now, progress = NULL
-    WHERE j.id = ANY(ARRAY(SELECT p.id FROM picks p)) AND j.state = 'pending'
+    FROM picks p
+    WHERE j.id = p.id AND j.state = (SELECT 'pending'::text)
     RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at,
-              j.created_at, j.lease_token, j.locked_until, j.flow_key, j.trace_context
+              j.created_at, j.lease_token, j.locked_until, j.flow_key, j.trace_context, p.key AS pick_key, p.ord
   ),
   logged AS (
     INSERT INTO {{schema}}.flow_claims (queue, key, at, n)
-    SELECT p_queue, p.key, v_now, count(*) FROM picks p JOIN claimed c ON c.id = p.id
-    WHERE v_window > 0 GROUP BY p.key
+    SELECT p_queue, c.pick_key, v_now, count(*) FROM claimed c
+    WHERE v_window > 0 GROUP BY c.pick_key
   ),
   forgotten AS (
     DELETE FROM {{schema}}.flow_claims c
@@ -242,7 +265,7 @@ BEGIN
   ),
   moved AS (
     INSERT INTO {{schema}}.flow_cursors (queue, cursor)
-    SELECT p_queue, p.key FROM picks p JOIN claimed c ON c.id = p.id ORDER BY p.ord DESC LIMIT 1
+    SELECT p_queue, c.pick_key FROM claimed c ORDER BY c.ord DESC LIMIT 1
     ON CONFLICT (queue) DO UPDATE SET cursor = EXCLUDED.cursor
   ),
   held AS (
@@ -259,11 +282,11 @@ BEGIN
   SELECT r.id, r.queue, r.name, r.payload, r.priority, r.attempt, r.max_attempts, r.key, r.run_at, r.created_at,
          r.lease_token, r.locked_until, r.flow_key, r.trace_context, r.held, r.retry_ms
   FROM (
-    SELECT p.ord, c.id, c.queue, c.name, c.payload, c.priority, c.attempt, c.max_attempts, c.key,
+    SELECT c.ord, c.id, c.queue, c.name, c.payload, c.priority, c.attempt, c.max_attempts, c.key,
            ${epochMs("c.run_at")} AS run_at, ${epochMs("c.created_at")} AS created_at, c.lease_token,
            ${epochMs("c.locked_until")} AS locked_until, c.flow_key, c.trace_context, NULL::int AS held,
            NULL::float8 AS retry_ms
-    FROM claimed c JOIN picks p ON p.id = c.id
+    FROM claimed c
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            h.n, CASE WHEN h.n > 0 THEN v_retry END

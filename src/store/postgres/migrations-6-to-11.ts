@@ -1,13 +1,13 @@
 /**
- * PostgreSQL migrations 6 to 10 (tracing, waitFor, the ledger's scopes, dependencies, flow
- * control's one-round-trip claim), moved out of migrations.ts only to keep files short:
+ * PostgreSQL migrations 6 to 11 (tracing, waitFor, the ledger's scopes, dependencies, flow
+ * control's one-round-trip claim and its plans), moved out of migrations.ts only to keep files short:
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
  */
-import { FLOW_CLAIM_FUNCTION } from "./sql/flow-claim-function.js";
+import { FLOW_CLAIM_DEFINITION, FLOW_CLAIM_TABLES } from "./sql/flow-claim-function.js";
 
 /** PostgresMigration entries, typed where migrations.ts spreads them (importing the type here would make a cycle). */
-export const MIGRATIONS_6_TO_10 = [
+export const MIGRATIONS_6_TO_11 = [
   {
     version: 6,
     name: "tracing: the trace context of the enqueue",
@@ -161,6 +161,13 @@ CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
     // sql/flow-claim-function.ts says why a function. Not breaking: an older errand claims in its
     // own transaction under the same advisory lock, and its one-row-per-job claim log rows read as
     // n = 1 (the default).
-    sql: FLOW_CLAIM_FUNCTION,
+    sql: FLOW_CLAIM_TABLES + FLOW_CLAIM_DEFINITION,
+  },
+  {
+    version: 11,
+    name: "flow_claim: index plans before ANALYZE, no quadratic joins",
+    // The function's newest text again (sql/flow-claim-function.ts says why migration 10 installs
+    // it too). Not breaking: same arguments, same rows.
+    sql: FLOW_CLAIM_DEFINITION,
   },
 ];
