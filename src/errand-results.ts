@@ -111,7 +111,10 @@ export abstract class ErrandResults extends ErrandOperations {
   }
 
   private reportWaitError(err: unknown): void {
-    this.log.warn({ err }, "waitFor: a lookup failed; the next notification or recheck looks again");
+    this.log.warn(
+      { err },
+      "waitFor: a lookup failed; it is tried again in at most 5 s (or the recheck interval, if shorter)",
+    );
   }
 
   abstract readonly log: Logger;

@@ -12,6 +12,12 @@
  * between the record and the first lookup), so every wait is also looked at again every
  * `recheckMs` (default 5 s): slow, and the only polling there is.
  *
+ * A statement that fails (a connection gone silent, the database away) is tried again soon —
+ * 100 ms doubling to 5 s, never later than the recheck — not left to the recheck: after a silent
+ * connection the reconnected LISTEN asks for one lookup of every wait, and that lookup is often
+ * the one that meets the pool's silent connections (test/chaos/silent-listen.test.ts); a record
+ * that failed would leave its job without a NOTIFY (Postgres) until it is made.
+ *
  * A wait that times out or is aborted ends only the wait; the job is never touched.
  */
 import type { JobRecord } from "./job.js";
@@ -22,6 +28,9 @@ import { WaitForError } from "./wait-error.js";
 export const DEFAULT_RECHECK_MS = 5_000;
 /** Ids per lookup statement. */
 const LOOKUP_BATCH = 1_000;
+/** The first retry of a failed statement, doubling after each failure in a row up to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_LAST_MS = 5_000;
 
 interface Wait {
   resolve(job: JobRecord): void;
@@ -42,6 +51,11 @@ export class ResultWaiters {
   private closed = false;
   /** Ids a wake-up named: on Postgres the notifying trigger already dropped their records. */
   private readonly named = new Set<string>();
+  /** What failed, for the retry: ids to record, to forget and to look up again. */
+  private readonly failed = { record: new Set<string>(), forget: new Set<string>(), look: new Set<string>() };
+  private retryTimer: NodeJS.Timeout | null = null;
+  /** Failures in a row: the retry's delay doubles with each. */
+  private failures = 0;
 
   constructor(
     private readonly store: Pick<Store, "onJobsFinished" | "awaitJobs" | "unawaitJobs" | "getJobs">,
@@ -105,6 +119,8 @@ export class ResultWaiters {
     for (const [id, set] of this.waits) for (const wait of set) wait.reject(closedError(id));
     this.waits.clear();
     this.stop();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     if (ids.length > 0) await this.store.unawaitJobs(ids).catch(this.onError);
   }
 
@@ -153,9 +169,15 @@ export class ResultWaiters {
           this.toForget.clear();
           try {
             if (forget.length > 0) await this.store.unawaitJobs(forget);
-            if (record.length > 0) this.settle(record, await this.store.awaitJobs(record));
           } catch (err) {
-            this.onError(err); // the recheck still finds these jobs' ends
+            this.retrySoon(err, this.failed.forget, forget);
+          }
+          try {
+            if (record.length > 0) this.settle(record, await this.store.awaitJobs(record));
+            this.failures = 0;
+          } catch (err) {
+            this.retrySoon(err, this.failed.record, record);
+            break; // what is left waits for the retry: the next statement would likely fail too
           }
         }
       } finally {
@@ -189,8 +211,9 @@ export class ResultWaiters {
           let jobs: JobRecord[];
           try {
             jobs = await this.store.getJobs(batch);
+            this.failures = 0;
           } catch (err) {
-            this.onError(err); // the recheck looks again
+            this.retrySoon(err, this.failed.look, batch);
             continue;
           }
           this.settle(batch, jobs);
@@ -199,6 +222,32 @@ export class ResultWaiters {
     } finally {
       this.looking = false;
     }
+  }
+
+  /** Keeps the ids of a failed statement and tries them again after the backoff. */
+  private retrySoon(err: unknown, into: Set<string>, ids: string[]): void {
+    this.onError(err);
+    for (const id of ids) into.add(id);
+    if (this.retryTimer || this.closed) return;
+    const delay = Math.min(RETRY_FIRST_MS * 2 ** Math.min(this.failures, 16), RETRY_LAST_MS, this.recheckMs);
+    this.failures++;
+    this.retryTimer = setTimeout(() => this.retry(), delay);
+    this.retryTimer.unref();
+  }
+
+  private retry(): void {
+    this.retryTimer = null;
+    const { record, forget, look } = this.failed;
+    // A record that failed may still have been made (a timed-out statement can commit):
+    // a wait that ended meanwhile has it dropped.
+    for (const id of record) (this.waits.has(id) ? this.toRecord : this.toForget).add(id);
+    for (const id of forget) if (!this.waits.has(id)) this.toForget.add(id);
+    const ids = [...look];
+    record.clear();
+    forget.clear();
+    look.clear();
+    this.flush();
+    this.look(ids);
   }
 
   /** Ends the waits of the jobs that reached a final state or are gone. */

@@ -19,7 +19,7 @@ import {
   WaitForError,
 } from "../../src/index.js";
 import { targets } from "../helpers/targets.js";
-import { within } from "../helpers/wait.js";
+import { waitFor as until, within } from "../helpers/wait.js";
 
 const double = defineJob({
   name: "double",
@@ -214,6 +214,51 @@ describe("waitFor when notifications are lost", () => {
       const [result, err] = await within(waits, 10_000, "the recheck");
       assert.deepEqual(result, { doubled: 8 });
       assert.equal(err.reason, "failed");
+      await worker.stop();
+    } finally {
+      await errand.close();
+    }
+  });
+});
+
+describe("waitFor when the store's statements fail", () => {
+  test("a failed record or lookup is tried again soon, not left to the recheck", async () => {
+    const store = new MemoryStore();
+    // The first two records and the first lookup fail, as on a connection gone silent.
+    const failures = { awaitJobs: 2, getJobs: 1 };
+    const failing = new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function") return value;
+        if (prop === "awaitJobs" || prop === "getJobs")
+          return async (ids: string[]) => {
+            if (failures[prop] > 0) {
+              failures[prop]--;
+              throw new Error(`${prop} failed on purpose`);
+            }
+            return value.call(target, ids);
+          };
+        return value.bind(target);
+      },
+    });
+    const errand = await openErrand({
+      store: failing,
+      jobs: [double],
+      logger: silentLogger(),
+      waitRecheck: "1h",
+    });
+    try {
+      // Finished before the wait: only a record that succeeds (its read) can settle it.
+      const early = await errand.enqueue(double, { n: 1 });
+      const first = errand.work({ q: { concurrency: 1 } }, { pollInterval: 20 });
+      await until(async () => (await errand.getJob(early.id))?.state === "completed", "the early job");
+      await first.stop();
+      // Finishes while waited for: the lookup its wake-up asks for fails first.
+      const late = await errand.enqueue(double, { n: 2 });
+      const waits = Promise.all([errand.waitFor(early), errand.waitFor(late)]);
+      const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 20 });
+      assert.deepEqual(await within(waits, 10_000, "the retries"), [{ doubled: 2 }, { doubled: 4 }]);
+      assert.deepEqual(failures, { awaitJobs: 0, getJobs: 0 }, "every planned failure happened");
       await worker.stop();
     } finally {
       await errand.close();
