@@ -7,6 +7,7 @@
 import type { Duration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import type { DependencyLink, JobDefinition } from "./job.js";
+import { quoted, storableString } from "./payload.js";
 import type { DependencyFailurePolicy, JobLinks, TxHandle } from "./store/types.js";
 
 export type { DependencyFailurePolicy };
@@ -32,7 +33,10 @@ export interface FlowNode<P = unknown> {
 }
 
 export interface FlowSpec<T extends Record<string, unknown> = Record<string, unknown>> {
-  /** The nodes by name; a name is local to this flow (shown in the job view, `ctx.dependencies().byName`). */
+  /**
+   * The nodes by name; a name is local to this flow (shown in the job view,
+   * `ctx.dependencies().byName`): 1 to 512 characters, without NUL characters or lone surrogates.
+   */
   jobs: { [K in keyof T]: FlowNode<T[K]> };
   /**
    * What happens to a node waiting for a dependency that fails for good or is cancelled: `fail`
@@ -114,6 +118,8 @@ export function planFlow(spec: FlowSpec): FlowPlan {
   const localDeps: number[][] = [];
   const storedDeps: string[][] = [];
   for (const name of given) {
+    // Stored with the job (its `node`): a name no store can hold is refused, not changed.
+    storableString(name, `enqueueFlow: the flow job name ${quoted(name)}`);
     const node = (spec.jobs as Record<string, FlowNode>)[name];
     if (!node || typeof node !== "object" || !("job" in node)) {
       throw new ValidationError(`enqueueFlow: job "${name}" must be { job, payload, dependsOn? }`);
@@ -131,7 +137,7 @@ export function planFlow(spec: FlowSpec): FlowPlan {
         const at = position.get(dep);
         if (at === undefined) {
           throw new ValidationError(
-            `enqueueFlow: job "${name}" depends on "${dep}", which is not a job of this flow (a stored job is given as { id })`,
+            `enqueueFlow: job "${name}" depends on ${quoted(dep)}, which is not a job of this flow (a stored job is given as { id })`,
           );
         }
         local.add(at);

@@ -16,11 +16,10 @@ import { ValidationError } from "./errors.js";
 import { flowKeyOf } from "./flow.js";
 import { checkDelay, checkRunAt } from "./instant.js";
 import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
-import { checkPayload } from "./payload.js";
+import { checkPayload, storableString } from "./payload.js";
 import type { NewJob } from "./store/types.js";
 import {
   checkDebounce,
-  checkKey,
   type DebounceDefinition,
   type DebounceOptions,
   debounceKeyOf,
@@ -101,12 +100,8 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     dependencies: undefined,
     node: undefined,
   };
-  if (options.key !== undefined && options.key !== null) {
-    if (typeof options.key !== "string" || options.key.length === 0 || options.key.length > 512) {
-      throw new ValidationError(`${what}: key must be a non-empty string of at most 512 characters`);
-    }
-    row.key = options.key;
-  }
+  if (options.key !== undefined && options.key !== null)
+    row.key = storableString(options.key, `${what}: key`);
   // The plain enqueue reads two absent fields here and goes on: no cost for what it does not use.
   if (options.unique !== undefined || options.onConflict !== undefined)
     row.unique = uniqueRule(options, what);
@@ -157,7 +152,10 @@ function withFlowKey<P>(def: JobDefinition<P, unknown>, row: NewJob, what: strin
   return row;
 }
 
-/** Stands for a debounce key that a function computes from the payload, once it is validated. */
+/**
+ * Stands for a debounce key that a function computes from the payload, once it is validated. No
+ * key given can equal it: keys hold no NUL character (payload.ts storableString).
+ */
 const DEBOUNCE_KEY_PENDING = "\u0000debounce";
 
 /**
@@ -183,7 +181,9 @@ function applyDebounce<P>(
       );
   }
   row.key =
-    typeof debounce.key === "string" ? checkKey(debounce.key, `${what}: debounce.key`) : DEBOUNCE_KEY_PENDING;
+    typeof debounce.key === "string"
+      ? storableString(debounce.key, `${what}: debounce.key`)
+      : DEBOUNCE_KEY_PENDING;
   row.delayMs = debounce.delayMs;
   row.unique = debounceRule(debounce);
 }

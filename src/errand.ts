@@ -9,9 +9,9 @@ import { ErrandEnqueue } from "./errand-enqueue.js";
 import type { JobRef, OpenErrandOptions } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
 import { flowKeyOf, queueFlowLimits } from "./flow.js";
-import { type AnyJobDefinition, checkInteger, type JobDefinition, type JobRecord } from "./job.js";
+import { type AnyJobDefinition, checkInteger, checkName, type JobDefinition, type JobRecord } from "./job.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
-import { DEFAULT_PAYLOAD_LIMIT } from "./payload.js";
+import { DEFAULT_PAYLOAD_LIMIT, quoted } from "./payload.js";
 import { DEFAULT_RECHECK_MS } from "./result-waiters.js";
 import { type FireResult, type ScheduleOptions, Scheduler } from "./schedule/scheduler.js";
 import type { FlowLimits, JobFilter, JobPage, NewJob, QueueStats, Store } from "./store/types.js";
@@ -81,6 +81,10 @@ export class Errand extends ErrandEnqueue {
       if (!def || typeof def !== "object" || typeof def.name !== "string" || typeof def.run !== "function") {
         throw new TypeError("register() takes job definitions made by defineJob()");
       }
+      // A definition not made by defineJob (spread, or written by hand) is checked as defineJob
+      // would: its name and queue are stored with every job.
+      checkName(def.name, "job name");
+      checkName(def.queue, `queue of job "${def.name}"`);
       const existing = this.jobs.get(def.name);
       if (existing && existing !== def) throw new ValidationError(`job "${def.name}" is defined twice`);
       this.jobs.set(def.name, def);
@@ -117,7 +121,7 @@ export class Errand extends ErrandEnqueue {
     const def = this.jobs.get(name);
     if (!def) {
       throw new ValidationError(
-        `unknown job "${name}"; known jobs: ${this.jobNames.join(", ") || "(none registered)"}`,
+        `unknown job ${typeof name === "string" ? quoted(name) : String(name)}; known jobs: ${this.jobNames.join(", ") || "(none registered)"}`,
       );
     }
     return def;

@@ -7,6 +7,7 @@
 import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import type { FlowLimits } from "./flow-limits.js";
+import { storableString } from "./payload.js";
 
 /** A flow key function: the budget a payload belongs to (a tenant, an account, an API token). */
 export type FlowKeyFn<P> = (payload: P) => string;
@@ -31,7 +32,6 @@ export interface FlowDefinition {
 const MAX_LIMIT = 1_000_000;
 /** Longest rate window: a day (the claim log keeps one window of claims). */
 const MAX_PERIOD_MS = 86_400_000;
-const MAX_KEY_LENGTH = 512;
 
 function positiveInteger(value: unknown, what: string): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
@@ -109,12 +109,7 @@ export function flowKeyOf(
       `${what}: the flow key function of job "${job}" threw: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
-  if (typeof key !== "string" || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new ValidationError(
-      `${what}: the flow key function of job "${job}" must return a non-empty string of at most ${MAX_KEY_LENGTH} characters; got ${typeof key === "string" ? `a string of ${key.length}` : (JSON.stringify(key) ?? typeof key)}`,
-    );
-  }
-  return key;
+  return storableString(key, `${what}: the flow key of job "${job}" (from its key function)`);
 }
 
 const FIELDS: (keyof FlowLimits)[] = ["globalConcurrency", "keyConcurrency", "rate", "keyRate"];

@@ -4,6 +4,7 @@ import { type Duration, parseDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
 import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.js";
 import type { Logger } from "./logger.js";
+import { quoted } from "./payload.js";
 import { checkDebounce, type DebounceDefinition, type DebounceOptions } from "./unique.js";
 
 /**
@@ -228,7 +229,7 @@ export const MAX_ATTEMPTS_RANGE = { min: 1, max: 1000 } as const;
 export function checkName(value: string, what: string): string {
   if (typeof value !== "string" || !NAME_PATTERN.test(value)) {
     throw new ValidationError(
-      `${what} must be 1-128 characters of letters, digits, "_", ".", ":" or "-" (starting with a letter or digit); got ${JSON.stringify(value)}`,
+      `${what} must be 1-128 characters of letters, digits, "_", ".", ":" or "-" (starting with a letter or digit); got ${typeof value === "string" ? quoted(value) : JSON.stringify(value)}`,
     );
   }
   return value;

@@ -133,6 +133,44 @@ function explainUnstorable(text: string, what: string): never {
   throw new ValidationError(`${what} contains a NUL character or a lone UTF-16 surrogate`);
 }
 
+/**
+ * Longest key or name errand stores beside a payload (an idempotency, debounce or flow key, a
+ * flow's node name), in UTF-16 code units: each is indexed, compared on every enqueue or claim
+ * that meets it, and shown in the job view.
+ */
+export const MAX_KEY_LENGTH = 512;
+
+/**
+ * A key or name (`what`) as every store holds it: a non-empty string of at most `maxLength`
+ * characters, without the NUL characters or lone surrogates of checkText (PostgreSQL text refuses
+ * NUL; SQLite and PostgreSQL write U+FFFD for a lone surrogate — another key, which an enqueue
+ * then never finds again). Else a ValidationError naming `what` and the problem.
+ */
+export function storableString(value: unknown, what: string, maxLength = MAX_KEY_LENGTH): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > maxLength) {
+    throw new ValidationError(
+      `${what} must be a non-empty string of at most ${maxLength} characters; got ${typeof value === "string" ? `a string of ${value.length}` : (JSON.stringify(value) ?? typeof value)}`,
+    );
+  }
+  checkText(value, what);
+  return value;
+}
+
+/** Longest piece of a caller's text an error message quotes. */
+const QUOTED_LENGTH = 40;
+
+/**
+ * `text` as an error message shows it: JSON-quoted (a NUL or lone surrogate escaped, visible),
+ * and cut with its length given when long — a message is read, not a copy of a megabyte key.
+ */
+export function quoted(text: string): string {
+  if (text.length <= QUOTED_LENGTH) return JSON.stringify(text);
+  // Not between the halves of a surrogate pair: the cut would show a lone surrogate.
+  const last = text.charCodeAt(QUOTED_LENGTH - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? QUOTED_LENGTH - 1 : QUOTED_LENGTH;
+  return `${JSON.stringify(text.slice(0, end)).slice(0, -1)}…" (${text.length} characters)`;
+}
+
 function checkText(text: string, what: string): void {
   if (text.includes("\u0000"))
     throw new ValidationError(`${what} contains a NUL character (\\u0000), which cannot be stored`);

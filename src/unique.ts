@@ -5,6 +5,7 @@
  */
 import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
+import { storableString } from "./payload.js";
 import type { UniqueRule, UniqueWhile } from "./unique-rule.js";
 
 export type { UniqueWhile };
@@ -44,7 +45,6 @@ export interface DebounceDefinition {
 
 const WHILE: readonly UniqueWhile[] = ["pending", "unfinished", "retained"];
 const ON_CONFLICT: readonly OnConflict[] = ["keep", "replace"];
-const MAX_KEY_LENGTH = 512;
 
 function object(value: unknown, what: string): Record<string, unknown> {
   if (value === null || typeof value !== "object" || Array.isArray(value))
@@ -61,16 +61,6 @@ function onlyFields(value: Record<string, unknown>, fields: readonly string[], w
 
 function duration(value: unknown, what: string): number {
   return parseDuration(value as Duration, what);
-}
-
-/** A key as stored: a non-empty string of at most 512 characters, or a ValidationError naming `what`. */
-export function checkKey(key: unknown, what: string): string {
-  if (typeof key !== "string" || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new ValidationError(
-      `${what} must be a non-empty string of at most ${MAX_KEY_LENGTH} characters; got ${typeof key === "string" ? `a string of ${key.length}` : (JSON.stringify(key) ?? typeof key)}`,
-    );
-  }
-  return key;
 }
 
 /**
@@ -127,7 +117,7 @@ export function checkDebounce(value: unknown, what: string, keyFunction: boolean
     );
   }
   if (typeof d.key === "function" && keyFunction) key = d.key as (payload: unknown) => unknown;
-  else key = checkKey(d.key, `${what}.key`);
+  else key = storableString(d.key, `${what}.key`);
   if (d.delay === undefined) throw new ValidationError(`${what} needs a delay (like "5s")`);
   const delayMs = duration(d.delay, `${what}.delay`);
   const maxWaitMs = d.maxWait === undefined ? null : duration(d.maxWait, `${what}.maxWait`);
@@ -165,5 +155,5 @@ export function debounceKeyOf(
       `${what}: the debounce key function of job "${job}" threw: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
-  return checkKey(key, `${what}: the debounce key of job "${job}" (from its key function)`);
+  return storableString(key, `${what}: the debounce key of job "${job}" (from its key function)`);
 }

@@ -58,7 +58,7 @@ export function startEnqueueSpan(rows: NewJob[]): EnqueueSpan | null {
   };
   if (rows.length > 1) attributes["messaging.batch.message_count"] = rows.length;
   const span = tracer.startSpan(`enqueue ${queue}`, { kind: PRODUCER, attributes }, api.context.active());
-  const context = encodeTraceContext(span.spanContext());
+  const context = encodeTraceContext(span.spanContext(), api);
   for (const row of rows) row.traceContext = context;
   return {
     end(jobs) {

@@ -80,7 +80,7 @@ for (const target of targets.filter((t) => t.name !== "postgres")) {
         );
         await assert.rejects(
           errand.enqueue(job, { tenant: "number" }),
-          /must return a non-empty string.*got 42/,
+          /the flow key of job "keyed" \(from its key function\) must be a non-empty string of at most 512 characters; got 42/,
         );
         await assert.rejects(errand.enqueue(job, { tenant: "" }), ValidationError);
         await assert.rejects(
