@@ -109,6 +109,8 @@ export interface JobContext {
    * job's own: another job using the same key runs its own effect. With `{ scope: "global" }`
    * the key is shared by every job (the first to record it wins; the others get its value).
    * A job's own entries are deleted with the job; global ones after `retention.globalOnce`.
+   * The key: 1 to 512 characters without NUL characters or lone surrogates (else a
+   * ValidationError fails the job before `fn` runs).
    */
   once<T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions): Promise<T>;
   /** Reports progress (0..1) and an optional message; shown by the dashboard and `errand jobs show`. */

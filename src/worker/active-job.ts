@@ -3,7 +3,7 @@ import { type Classification, ValidationError } from "../errors.js";
 import { checkDelay } from "../instant.js";
 import type { AnyJobDefinition, DependencyResults, JobContext, JobLogLine, OnceOptions } from "../job.js";
 import type { Logger } from "../logger.js";
-import { storableJson } from "../payload.js";
+import { storableJson, storableString } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
 import { capturingLogger, JobLogBuffer } from "./job-log.js";
@@ -133,8 +133,10 @@ export class ActiveJob implements JobContext {
   }
 
   private async runOnce<T>(key: string, fn: () => Promise<T> | T, options?: OnceOptions): Promise<T> {
-    if (typeof key !== "string" || key.length === 0)
-      throw new TypeError("ctx.once needs a non-empty string key");
+    // Checked before the ledger is read: PostgreSQL refused a NUL only after the read, a key over
+    // ~8 KB only when recording it (after the effect ran), and stored a lone surrogate as U+FFFD,
+    // where another key's entry made this job skip an effect it never ran.
+    storableString(key, "ctx.once key");
     const entry = { key, jobId: this.claimed.id, global: onceScope(options) === "global" };
     const seen = await this.deps.store.ledgerGet(entry);
     if (seen.found) {
