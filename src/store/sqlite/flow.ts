@@ -79,8 +79,9 @@ type FlowClaimRow = ClaimRow & { flow_key?: string | null };
  * A queue whose limits leave room for the whole claim and that has no pending job with a flow
  * key: the plan would take the first `limit` due jobs in claim order (one group, no key to
  * rotate among), which is CLAIM_JOBS's pick — so claim them with it, without reading them first
- * and claiming by id (a global or rate limit that does not bind: 10.2-12.1 µs CPU per job
- * claimed against 7.1-7.4 for a plain claim, bench/sqlite-flow-ab.ts). Null: plan the claim.
+ * and claiming by id (claims of 250 under a global or rate limit that does not bind: 9.9-12.2
+ * µs CPU per job before, 7.7-9.8 after, a plain claim 7.2-8.5; bench/sqlite-flow-ab.ts, load
+ * 5-9). Null: plan the claim.
  */
 function claimUnkeyed(c: Connection, req: FlowClaimRequest, state: FlowState): FlowClaimRow[] | null {
   const { queue, limit } = req;
