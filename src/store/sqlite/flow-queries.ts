@@ -10,9 +10,13 @@ SELECT coalesce(flow_key, '') AS key, count(*) AS n
 FROM errand_jobs WHERE queue = @queue AND state = 'running'
 GROUP BY flow_key`;
 
-/** Running jobs of a queue: an index-only count of errand_jobs_queue_state_idx (globalConcurrency alone). */
+/** Running jobs of a queue: a count over errand_jobs_lease_idx (it holds the running jobs only). */
 export const FLOW_RUNNING_TOTAL =
   "SELECT count(*) AS n FROM errand_jobs WHERE queue = @queue AND state = 'running'";
+
+/** Does the queue have a pending job with a flow key? One probe of errand_jobs_flow_idx. */
+export const FLOW_ANY_KEYED =
+  "SELECT 1 FROM errand_jobs WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL LIMIT 1";
 
 /**
  * Up to @limit flow keys with pending jobs in key order, after @after (FLOW_KEYS_AFTER) or from
@@ -39,15 +43,21 @@ export const FLOW_KEYS_FIRST = `WITH RECURSIVE w(key, n) AS (
 )
 SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
 
-/** The first @limit due jobs of each key of @keys (a JSON array), in claim order within each key. */
+/**
+ * The first @limit due jobs of each key of @keys (a JSON array): one row per key, its jobs a JSON
+ * array of [id, priority, run_at] (`[]`: none due), read from errand_jobs_flow_idx alone. (Rows
+ * of jobs joined back to the table by id and sorted cost 0.67 ms for 100 keys × 3 jobs, this
+ * 0.32-0.41 ms with the parsing.) The aggregate's order is not promised: the caller sorts.
+ */
 export const FLOW_KEYS_DUE = `
-SELECT k.value AS key, j.id, j.priority, j.run_at FROM json_each(@keys) k, errand_jobs j
-WHERE j.id IN (
-  SELECT id FROM errand_jobs
-  WHERE queue = @queue AND state = 'pending' AND flow_key = k.value AND run_at <= @now
-  ORDER BY priority DESC, run_at, id LIMIT @limit
-)
-ORDER BY k.key, j.priority DESC, j.run_at, j.id`;
+SELECT k.value AS key, (
+  SELECT json_group_array(json_array(id, priority, run_at)) FROM (
+    SELECT id, priority, run_at FROM errand_jobs
+    WHERE queue = @queue AND state = 'pending' AND flow_key = k.value AND run_at <= @now
+    ORDER BY priority DESC, run_at, id LIMIT @limit
+  )
+) AS jobs
+FROM json_each(@keys) k`;
 
 /**
  * Jobs without a flow key, among the queue's first @window due jobs, through

@@ -149,6 +149,26 @@ export function claimedFromRow(row: ClaimRow): ClaimedJob {
   };
 }
 
+/** A job claimed by a flow-limited claim: claimedFromRow's fields and its flow key, built in one literal. */
+export function flowClaimedFromRow(row: ClaimRow & { flow_key?: string | null }): ClaimedJob {
+  return {
+    id: String(row.id),
+    queue: row.queue,
+    name: row.name,
+    payload: JSON.parse(row.payload),
+    priority: row.priority,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    key: row.key,
+    runAt: new Date(row.run_at),
+    createdAt: new Date(row.created_at),
+    leaseToken: row.lease_token,
+    lockedUntil: new Date(row.locked_until ?? 0),
+    traceContext: row.trace_context ?? null,
+    flowKey: row.flow_key ?? null,
+  };
+}
+
 export function scheduleFromRow(row: ScheduleRow): ScheduleRecord {
   return {
     name: row.name,
