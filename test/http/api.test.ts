@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { CONTRACT_FIELDS } from "../helpers/contract.js";
 import {
   buildReport,
   call,
@@ -414,19 +415,7 @@ describe("API endpoints", () => {
     const failed = (await h.errand.listJobs({ state: "failed", queue: "emails" })).jobs[0];
     const { status, body } = await callJson(h.handler, `/api/jobs/${failed.id}`);
     assert.equal(status, 200);
-    for (const field of [
-      "id",
-      "queue",
-      "name",
-      "state",
-      "priority",
-      "attempt",
-      "maxAttempts",
-      "runAt",
-      "payload",
-      "key",
-      "attempts",
-    ]) {
+    for (const field of CONTRACT_FIELDS) {
       assert.ok(field in body, field);
     }
     assert.equal(body.attempts.length, 1);
