@@ -17,8 +17,7 @@ import { z } from "zod";
 import { createLogger, defineJob, openErrand } from "../src/index.js";
 import { openSqliteStore, type SqliteStore } from "../src/store/sqlite/index.js";
 import { watchCommits } from "../src/store/sqlite/watch.js";
-import type { NewJob } from "../src/store/types.js";
-import { connection, fresh, ROOT, STORE_MODULE, tempPath } from "./helpers/sqlite.js";
+import { connection, fresh, job, ROOT, STORE_MODULE, tempPath } from "./helpers/sqlite.js";
 import { sleep, within } from "./helpers/wait.js";
 
 /** Long enough that a wake-up seen within WAIT_MS cannot have come from the poll. */
@@ -32,15 +31,6 @@ function commitOn(db: Database.Database): void {
     `commit-${commits++}`,
   );
 }
-
-const job = (over: Partial<NewJob> = {}): NewJob => ({
-  queue: "q",
-  name: "task",
-  payload: { n: 1 },
-  priority: 0,
-  maxAttempts: 3,
-  ...over,
-});
 
 /** Subscribes to `store` and hands out one promise per expected wake-up. */
 function wakes(t: TestContext, store: SqliteStore) {
