@@ -4,7 +4,7 @@
  * runs, and the aim of issue 16 (each non-binding limit at least 0.8× no limit).
  */
 import { type BenchResults, fmt, summarize } from "./results.js";
-import { FLOW_CONDITIONS } from "./workloads.js";
+import { FLOW_CONDITIONS } from "./workloads/flow.js";
 
 const AIM = 0.8;
 

@@ -15,17 +15,18 @@
  * 127.0.0.1:6379 (BENCH_REDIS_URL).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
-import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadSystem, SYSTEM_NAMES } from "./adapters/index.js";
 import type { SystemDef, Target } from "./adapters/types.js";
-import { ROOT, withPg } from "./adapters/util.js";
+import { ROOT } from "./adapters/util.js";
 import { renderChart } from "./chart.js";
+import { codeVersion, machine } from "./machine.js";
 import { renderReport } from "./report.js";
-import { type BenchResults, fmt, type Machine, type RunRecord, type SystemInfo } from "./results.js";
+import { type BenchResults, fmt, type RunRecord, type SystemInfo } from "./results.js";
+import { type Leftovers, sweep as sweepUnder } from "./sweep.js";
 import { FULL, QUICK, type RunScope, type WorkloadDef, workloads } from "./workloads.js";
 
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -101,137 +102,11 @@ async function timeout<T>(promise: Promise<T>, ms: number, what: string): Promis
   }
 }
 
-async function redisVersion(): Promise<string> {
-  const url = new URL(REDIS_URL);
-  return new Promise((resolve) => {
-    const socket = connect(Number(url.port || 6379), url.hostname);
-    let data = "";
-    const done = (v: string) => {
-      socket.destroy();
-      resolve(v);
-    };
-    socket.setTimeout(2000, () => done("unreachable"));
-    socket.on("error", () => done("unreachable"));
-    socket.on("connect", () => socket.write("INFO server\r\n"));
-    socket.on("data", (chunk) => {
-      data += chunk.toString();
-      const m = /redis_version:([^\r\n]+)/.exec(data);
-      if (m) done(m[1]);
-    });
-  });
-}
+const leftovers: Leftovers = { pgUrl: PG_URL, redisUrl: REDIS_URL, invocation, tmp, log };
 
-/** The commit errand's code is at, with "+ uncommitted changes" when src/ differs from it. */
-function codeVersion(): string {
-  try {
-    const head = execFileSync("git", ["log", "-1", "--format=%h %s"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], {
-      cwd: ROOT,
-      encoding: "utf8",
-    }).trim();
-    return `${head}${dirty ? " + uncommitted changes in src/" : ""}`;
-  } catch {
-    return "unknown";
-  }
-}
-
-/** Peak RSS (MB) of an idle Node process, with and without the tsx loader the workers run under. */
-function baselineRss(withTsx: boolean): number {
-  const code =
-    "setTimeout(() => console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]), 200)";
-  try {
-    const out = execFileSync(process.execPath, [...(withTsx ? ["--import", "tsx"] : []), "-e", code], {
-      cwd: ROOT,
-      encoding: "utf8",
-    });
-    return Math.round(Number(out.trim()) / 1024);
-  } catch {
-    return Number.NaN;
-  }
-}
-
-async function machine(): Promise<Machine> {
-  const postgres = await withPg(
-    PG_URL,
-    async (c) => (await c.query("SHOW server_version")).rows[0].server_version as string,
-  )
-    .then((v) => `PostgreSQL ${v}`)
-    .catch(() => "PostgreSQL unreachable");
-  return {
-    nproc: availableParallelism(),
-    cpu: cpus()[0]?.model ?? "unknown",
-    memoryGb: totalmem() / 1024 ** 3,
-    node: process.version,
-    postgres,
-    redis: await redisVersion(),
-    os: `${type()} ${release()}`,
-    loadStart: Number(loadavg()[0].toFixed(2)),
-    baselineRssMb: { node: baselineRss(false), tsx: baselineRss(true) },
-  };
-}
-
-/**
- * Drops whatever runs under `prefix` left behind: Postgres schemas, Redis keys, SQLite files.
- * A schema still locked by a stuck connection is left after a 10 s lock timeout (and named).
- */
-async function sweep(prefix: string = invocation): Promise<void> {
-  await withPg(PG_URL, async (c) => {
-    await c.query("SET lock_timeout = '10s'");
-    const { rows } = await c.query("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [
-      prefix,
-    ]);
-    for (const r of rows) {
-      await c
-        .query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`)
-        .catch((err: Error) => log(`could not drop schema ${r.nspname}: ${err.message}`));
-    }
-  }).catch(() => {});
-  await sweepRedis(prefix).catch(() => {});
-  if (prefix === invocation) rmSync(tmp, { recursive: true, force: true });
-  else
-    for (const suffix of [".db", ".db-wal", ".db-shm", ".db-journal"])
-      rmSync(join(tmp, prefix + suffix), { force: true });
-}
-
-/** Deletes Redis keys under errand-bench:<prefix> (only ours) with SCAN + DEL over RESP. */
-function sweepRedis(prefix: string): Promise<void> {
-  const url = new URL(REDIS_URL);
-  const encode = (parts: string[]) =>
-    `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join("")}`;
-  return new Promise((resolve) => {
-    const socket = connect(Number(url.port || 6379), url.hostname);
-    let buffer = "";
-    let cursor = "0";
-    const finish = () => {
-      socket.destroy();
-      resolve();
-    };
-    socket.setTimeout(5000, finish);
-    socket.on("error", finish);
-    const scan = () =>
-      socket.write(encode(["SCAN", cursor, "MATCH", `errand-bench:${prefix}*`, "COUNT", "1000"]));
-    socket.on("connect", scan);
-    socket.on("data", (chunk) => {
-      buffer += chunk.toString();
-      // A SCAN reply: *2 $n cursor *k ($len key)...; a DEL reply: :n
-      if (buffer.startsWith(":")) {
-        buffer = "";
-        if (cursor === "0") finish();
-        else scan();
-        return;
-      }
-      const lines = buffer.split("\r\n");
-      if (lines.length < 4) return;
-      const count = Number(lines[3].slice(1));
-      if (lines.length < 4 + count * 2 + 1) return;
-      cursor = lines[2];
-      const keys = Array.from({ length: count }, (_, i) => lines[5 + i * 2]);
-      buffer = "";
-      if (keys.length) socket.write(encode(["DEL", ...keys]));
-      else if (cursor === "0") finish();
-      else scan();
-    });
-  });
+/** Drops what the runs under `prefix` (default: every run of this invocation) left behind. */
+function sweep(prefix?: string): Promise<void> {
+  return sweepUnder(leftovers, prefix);
 }
 
 let active: RunScope | null = null;
@@ -334,7 +209,7 @@ async function main(): Promise<void> {
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
     runs,
     wallSeconds: 0,
-    machine: await machine(),
+    machine: await machine(PG_URL, REDIS_URL),
     systems: infos,
     workloads: chosen.map(({ name, group, title, description, metrics }) => ({
       name,
@@ -355,7 +230,10 @@ async function main(): Promise<void> {
     );
   }
 
-  const total = chosen.reduce((n, w) => n + runs * usable.filter((s) => !w.systems || w.systems.includes(s.name)).length, 0);
+  const total = chosen.reduce(
+    (n, w) => n + runs * usable.filter((s) => !w.systems || w.systems.includes(s.name)).length,
+    0,
+  );
   let index = 0;
   const onSignal = () => {
     log("interrupted: cleaning up");
@@ -370,7 +248,9 @@ async function main(): Promise<void> {
       log(`\n== ${w.title}`);
       for (let run = 1; run <= runs; run++) {
         // Round-robin by run, starting one system later each round.
-        const order = usable.map((_, i) => usable[(i + run - 1) % usable.length]).filter((s) => !w.systems || w.systems.includes(s.name));
+        const order = usable
+          .map((_, i) => usable[(i + run - 1) % usable.length])
+          .filter((s) => !w.systems || w.systems.includes(s.name));
         for (const system of order) {
           index++;
           const t0 = performance.now();

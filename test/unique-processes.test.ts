@@ -9,13 +9,11 @@
  * the key up to exactly one new job, which every other enqueue then meets.
  */
 import assert from "node:assert/strict";
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { test } from "node:test";
 import { type Errand, openErrand, silentLogger, type UniqueWhile } from "../src/index.js";
 import { touch } from "./fixtures/unique-jobs.js";
-import { ROOT } from "./helpers/sqlite.js";
+import { releasedTogether } from "./helpers/processes.js";
 import { sqlTargets } from "./helpers/targets.js";
-import { within } from "./helpers/wait.js";
 
 const PROCESSES = 10;
 const ROUNDS = 3;
@@ -33,41 +31,17 @@ interface Enqueued {
 
 /** Starts the enqueuers, releases them together once all are up, and gathers what each printed. */
 async function race(env: Record<string, string>): Promise<Enqueued[]> {
-  const procs: ChildProcessWithoutNullStreams[] = [];
-  const ready: Promise<void>[] = [];
-  const outputs: Promise<Enqueued[]>[] = [];
-  for (let i = 0; i < PROCESSES; i++) {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/unique-enqueuer.ts"], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, CHILD_INDEX: String(i), ROUNDS: String(ROUNDS), KEYS: KEYS.join(",") },
-    });
-    procs.push(child);
-    let stdout = "";
-    let stderr = "";
-    let signalReady: () => void = () => {};
-    ready.push(new Promise((resolve) => (signalReady = resolve)));
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (stdout.startsWith("ready\n")) signalReady();
-    });
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    outputs.push(
-      new Promise((resolve, reject) => {
-        child.on("error", reject);
-        child.on("close", (status) => {
-          if (status !== 0) return reject(new Error(`enqueuer ${i} exited ${status}: ${stderr}`));
-          resolve(JSON.parse(stdout.trim().split("\n").pop() ?? "[]") as Enqueued[]);
-        });
-      }),
-    );
-  }
-  try {
-    await within(Promise.all(ready), 240_000, "the enqueuers to start");
-    for (const child of procs) child.stdin.end("go\n");
-    return (await within(Promise.all(outputs), 240_000, "the enqueuers to finish")).flat();
-  } finally {
-    for (const child of procs) if (child.exitCode === null) child.kill();
-  }
+  const printed = await releasedTogether<Enqueued[]>(
+    PROCESSES,
+    ["--import", "tsx", "test/fixtures/unique-enqueuer.ts"],
+    {
+      env: { ...env, ROUNDS: String(ROUNDS), KEYS: KEYS.join(",") },
+      label: "enqueuer",
+      what: "the enqueuers",
+      timeoutMs: 240_000,
+    },
+  );
+  return printed.flat();
 }
 
 /** One job holding each key, in the state its name says. */

@@ -14,6 +14,7 @@ import { after, test } from "node:test";
 import pg from "pg";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/index.js";
 import { effectTableSql } from "../fixtures/chaos-jobs.js";
+import { withClient } from "../helpers/postgres.js";
 import { type PrivatePostgres, privatePostgresUnavailable, startPrivatePostgres } from "./harness.js";
 import { TcpProxy } from "./proxy.js";
 import { chaosRun } from "./run.js";
@@ -51,16 +52,8 @@ test("PostgreSQL: nothing lost, no effect twice, under kill -9, SIGSTOP, pg_term
   store = openPostgresStore({ pool, schema: SCHEMA });
   await store.migrate();
   await pool.query(effectTableSql("postgres", SCHEMA));
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ connectionString: url, application_name: "chaos-admin" });
-    client.on("error", () => {});
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end().catch(() => {});
-    }
-  };
+  const admin = <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> =>
+    withClient(fn, { url, applicationName: "chaos-admin" });
   const p = pool;
   const srv = server;
   const result = await chaosRun({

@@ -81,6 +81,21 @@ export async function dropSchema(schema: string, url = postgresUrl()): Promise<v
   }
 }
 
+/** Runs `fn` on a connection of its own (not a pool's), closed afterwards; `applicationName` names it in pg_stat_activity. */
+export async function withClient<T>(
+  fn: (client: pg.Client) => Promise<T>,
+  { url = postgresUrl(), applicationName }: { url?: string; applicationName?: string } = {},
+): Promise<T> {
+  const client = new pg.Client({ connectionString: url, application_name: applicationName });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /** A fresh schema name and the function that drops it. */
 export function freshSchema(prefix?: string): { schema: string; drop: () => Promise<void> } {
   const schema = freshSchemaName(prefix);

@@ -7,10 +7,24 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import { openSqliteStore, type SqliteStoreOptions } from "../../src/store/sqlite/index.js";
 import { MIGRATIONS, MIGRATIONS_TABLE_SQL } from "../../src/store/sqlite/migrations.js";
+import type { NewJob } from "../../src/store/types.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The SQLite store's module, for child processes to import. */
 export const STORE_MODULE = pathToFileURL(join(ROOT, "src/store/sqlite/index.ts")).href;
+
+/** A job for the store's insertJobs: queue "q", name "task", unless `over` says otherwise. */
+export const job = (over: Partial<NewJob> = {}): NewJob => ({
+  queue: "q",
+  name: "task",
+  payload: { n: 1 },
+  priority: 0,
+  maxAttempts: 3,
+  ...over,
+});
+
+/** The single number `sql` selects on `db` (0 for none). */
+export const count = (db: Database.Database, sql: string) => (db.prepare(sql).pluck().get() as number) ?? 0;
 
 /** A database path in a fresh temp folder, removed after the test. */
 export async function tempPath(t: TestContext, prefix = "errand-sqlite-"): Promise<string> {
