@@ -1,13 +1,15 @@
 /**
  * Two texts of the Postgres flow_claim function side by side, on a shared machine: the text of a
- * git revision (`before`, installed as flow_claim_before) and the working tree's (flow_claim),
- * in one scratch schema, each claiming its own queue of N jobs over K flow keys, with a plain
- * CLAIM_JOBS queue as the yardstick. Each round times C claims of each queue in turn (the
+ * git revision (`before`) and the working tree's (`after`), each in a scratch schema of its own
+ * (a table and indexes of its own: one function's scans would otherwise clean up dead index
+ * entries for the other) claiming a queue of N jobs over K flow keys, with a plain CLAIM_JOBS
+ * queue in a third schema as the yardstick. Each round times C claims of each queue in turn (the
  * order rotates between rounds), every claim followed by the finish of the claim before it, so
  * about one claim's jobs are running when the next claims (as a worker of concurrency B keeps
  * them) and the running set stays small. Claims are prepared statements on one connection, as
  * the store runs them (the function's plans are cached per connection). Prints the median time
- * per claim of each queue and the ratios (before/after and plain/each), with the load average.
+ * per claim of each queue, the median of the rounds' ratios (before/after, plain/each), the
+ * shared buffers per claim (auto_explain of 10 more claims each: load-independent) and the load.
  *
  *   node --import tsx bench/flow-claim-ab.ts [before=main] [limit=per-key|global|rate] [rounds=20]
  *     [claims per round C=20] [batch B=50] [keys K=100] [analyzed|fresh]
@@ -38,11 +40,15 @@ const ROUNDS = Number(roundsArg);
 const CLAIMS = Number(claimsArg);
 const BATCH = Number(batchArg);
 const KEYS = Number(keysArg);
-const N = ROUNDS * CLAIMS * BATCH + 5000;
+const N = (ROUNDS * CLAIMS + 10) * BATCH + 5000;
 const URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const schema = `flow_ab_${process.pid}`;
+const schemas = {
+  plain: `flow_ab_plain_${process.pid}`,
+  before: `flow_ab_before_${process.pid}`,
+  after: `flow_ab_after_${process.pid}`,
+};
 
-/** The function text at `rev`, renamed flow_claim_before. */
+/** The function text at `rev`. */
 async function beforeDefinition(rev: string): Promise<string> {
   const source = execFileSync("git", ["show", `${rev}:src/store/postgres/sql/flow-claim-function.ts`], {
     encoding: "utf8",
@@ -53,7 +59,7 @@ async function beforeDefinition(rev: string): Promise<string> {
   writeFileSync(file, source.replaceAll('"./fragments.js"', JSON.stringify(fragments)));
   try {
     const mod = (await import(file)) as { FLOW_CLAIM_DEFINITION: string };
-    return mod.FLOW_CLAIM_DEFINITION.replace("{{schema}}.flow_claim(", "{{schema}}.flow_claim_before(");
+    return mod.FLOW_CLAIM_DEFINITION;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -68,10 +74,10 @@ const ARGS: Record<string, (string | number | null)[]> = {
 if (!ARGS[limit]) throw new Error(`limit must be one of ${Object.keys(ARGS).join(", ")}, not ${limit}`);
 const keyed = limit === "per-key";
 
-const store = await openStore(URL, { schema });
-await store.migrate();
 const queues = ["plain", "before", "after"] as const;
 for (const queue of queues) {
+  const store = await openStore(URL, { schema: schemas[queue] });
+  await store.migrate();
   for (let i = 0; i < N; i += 5000) {
     await store.insertJobs(
       Array.from(
@@ -87,30 +93,29 @@ for (const queue of queues) {
       ),
     );
   }
+  await store.close();
 }
-await store.close();
 
 const client = new pg.Client(URL);
 await client.connect();
 try {
-  await client.query(Q.bindSchema(await beforeDefinition(beforeRev), schema));
-  await client.query(Q.bindSchema(FLOW_CLAIM_DEFINITION, schema));
-  if (state === "analyzed") await client.query(`ANALYZE "${schema}".jobs`);
-  const flowSql = (fn: string) =>
-    `SELECT * FROM "${schema}".${fn}($1, $2, $3, 'w', 60000, $4, $5, $6, $7::float8, $8, $9::float8, NULL)`;
+  await client.query(Q.bindSchema(await beforeDefinition(beforeRev), schemas.before));
+  await client.query(Q.bindSchema(FLOW_CLAIM_DEFINITION, schemas.after));
+  if (state === "analyzed") for (const s of Object.values(schemas)) await client.query(`ANALYZE "${s}".jobs`);
+  const flowSql = (schema: string) =>
+    `SELECT * FROM "${schema}".flow_claim($1, $2, $3, 'w', 60000, $4, $5, $6, $7::float8, $8, $9::float8, NULL)`;
   const sql = {
-    plain: Q.bindSchema(Q.CLAIM_JOBS, schema),
-    before: flowSql("flow_claim_before"),
-    after: flowSql("flow_claim"),
+    plain: Q.bindSchema(Q.CLAIM_JOBS, schemas.plain),
+    before: flowSql(schemas.before),
+    after: flowSql(schemas.after),
   };
-  const finishSql = Q.bindSchema(Q.FINISH_COMPLETED, schema);
   const running: Record<string, string[]> = { plain: [], before: [], after: [] };
 
-  async function finish(ids: string[]) {
+  async function finish(queue: (typeof queues)[number], ids: string[]) {
     if (ids.length === 0) return;
     await client.query({
-      name: "finish",
-      text: finishSql,
+      name: `finish-${queue}`,
+      text: Q.bindSchema(Q.FINISH_COMPLETED, schemas[queue]),
       values: [ids, ids.map(() => 1), ids.map(() => null), ids.map(() => "w")],
     });
   }
@@ -123,7 +128,7 @@ try {
     const ms = performance.now() - started;
     const ids = (rows as { id: string | null }[]).filter((r) => r.id !== null).map((r) => r.id as string);
     if (ids.length !== BATCH) throw new Error(`${queue} claimed ${ids.length}, not ${BATCH}`);
-    await finish(running[queue]);
+    await finish(queue, running[queue]);
     running[queue] = ids;
     return ms;
   }
@@ -141,7 +146,31 @@ try {
   }
   const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
   const m = { plain: median(times.plain), before: median(times.before), after: median(times.after) };
-  const perRound = times.before.map((b, i) => b / times.after[i]);
+  const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]));
+
+  // Shared buffers per claim (load-independent): auto_explain of the top-level statement, whose
+  // counts include the function's own statements.
+  const buffers: Record<string, number> = {};
+  const notices: string[] = [];
+  client.on("notice", (msg) => notices.push(msg.message ?? ""));
+  await client.query("LOAD 'auto_explain'");
+  await client.query(
+    "SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off; " +
+      "SET auto_explain.log_buffers = on; SET auto_explain.log_format = 'json'; SET auto_explain.log_level = 'notice'",
+  );
+  for (const queue of queues) {
+    let total = 0;
+    for (let c = 0; c < 10; c++) {
+      notices.length = 0;
+      await step(queue);
+      const json = JSON.parse(notices[0].slice(notices[0].indexOf("{"))) as {
+        Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number };
+      };
+      total += json.Plan["Shared Hit Blocks"] + json.Plan["Shared Read Blocks"];
+    }
+    buffers[queue] = total / 10;
+  }
+
   console.log(
     `${limit} limit, ${KEYS} keys, claims of ${BATCH}, ${ROUNDS} rounds of ${CLAIMS} claims per queue, ${state}; before = ${beforeRev}`,
   );
@@ -149,8 +178,11 @@ try {
     `ms per claim (median of rounds): plain ${m.plain.toFixed(3)}, before ${m.before.toFixed(3)}, after ${m.after.toFixed(3)}`,
   );
   console.log(
-    `before/after ${(m.before / m.after).toFixed(2)} (per round ${Math.min(...perRound).toFixed(2)}-${Math.max(...perRound).toFixed(2)}); ` +
-      `plain/before ${(m.plain / m.before).toFixed(2)}, plain/after ${(m.plain / m.after).toFixed(2)}`,
+    `median of the rounds' ratios: before/after ${ratio(times.before, times.after).toFixed(2)}, ` +
+      `plain/before ${ratio(times.plain, times.before).toFixed(2)}, plain/after ${ratio(times.plain, times.after).toFixed(2)}`,
+  );
+  console.log(
+    `shared buffers per claim: plain ${buffers.plain.toFixed(0)}, before ${buffers.before.toFixed(0)}, after ${buffers.after.toFixed(0)}`,
   );
   console.log(
     `load average (1 min) during the run: ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)}`,
@@ -159,6 +191,6 @@ try {
   await client.end();
   const drop = new pg.Client(URL);
   await drop.connect();
-  await drop.query(`DROP SCHEMA "${schema}" CASCADE`);
+  for (const s of Object.values(schemas)) await drop.query(`DROP SCHEMA "${s}" CASCADE`);
   await drop.end();
 }
