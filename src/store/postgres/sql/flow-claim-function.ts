@@ -1,12 +1,12 @@
 /**
  * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
- * (with the tables it uses) and replaced whole by migration 11 (migrations-6-to-11.ts).
+ * (with the tables it uses) and replaced whole by migrations 11 and 12 (migrations-6-to-12.ts).
  *
  * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
  * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a
  * database that never had it. Every database ends with the same function, whichever version it
  * started from; a change to the text below therefore needs a new migration that installs it
- * again (or databases past migration 11 keep the old one). It may use only what migration 10
+ * again (or databases past migration 12 keep the old one). It may use only what migration 10
  * has created.
  *
  * Why a function. The claim must read the queue's state (running jobs, the claim log, paused
@@ -30,6 +30,15 @@
  * `node --import tsx bench/flow-control.ts 20000` (never-analyzed tables) went from 0.11 to
  * 0.55 of the unlimited queue's throughput with a global limit (bench/NOTES.md finding 16).
  *
+ * No bitmap scans (migration 12, `enable_bitmapscan = off`). The running jobs are read through
+ * jobs_lease_idx, whose entries of finished jobs stay in it, dead, until a vacuum. A bitmap scan
+ * never marks them dead (only a plain index scan does, the first time it finds one dead to
+ * everyone), so the count visited every job finished since the last vacuum: auto_explain after
+ * 300 claims of 50 (each finished before the next but one), Bitmap Heap Scan of 17,500 index
+ * entries and 683 heap pages, 700 buffers, 0.79 ms per claim and growing; the Index Scan it is
+ * now, 7-9 buffers, 0.1 ms. A global limit counts them too (bench/flow-claim-ab.ts global: 1,378
+ * shared buffers per claim before, 763 after; a plain claim 688).
+ *
  * It decides as store/flow-plan.ts planFlowClaim does (memory and SQLite run that code; the
  * conformance suite holds all three to the same answers):
  * - room: the claim's limit, 0 while the queue's budget is paused (flow_pauses key ''), cut by
@@ -38,12 +47,21 @@
  * - round-robin: one job per key per round, keys in rotation order (after the cursor first, then
  *   from the start; the keyless group '' sorts before every key), within a key priority, run_at, id.
  *   Picking the first `room` candidates ordered by (round, rotation position) is that loop.
- * - The key walk (a loose index scan of jobs_flow_idx, one probe per key) stops once it has
- *   found `room` keys that can give a job, or after as many keys as keysToVisit allows: the
- *   claim of 50 jobs over 100 keys visits ~50, not all of them.
- * The claim log holds one row per key per claim with its count `n` (was one row per job).
- * The walk's LATERAL subqueries end in OFFSET 0: without it the planner inlined them and ran
- * each probe twice (once per reference to its column).
+ * - The key walk (a loose index scan of jobs_flow_idx) stops once it has found `room` keys that
+ *   can give a job, or after as many keys as keysToVisit allows: the claim of 50 jobs over 100
+ *   keys visits ~50, not all of them.
+ *
+ * The key walk (migration 12). Each step is one probe of jobs_flow_idx: the next key's first job
+ * in claim order (key, id, priority, run_at). When that job is due, the key has a due job and it
+ * is the key's first candidate; a key's further candidates (a share above one job: few keys, or
+ * keys without room counted for `held`) are fetched after it, and a key whose first job is not
+ * due is probed as before. The walk, the candidates and the claim are one statement, so the
+ * first job the walk saw is still the key's first when it is claimed (one snapshot). Before, a
+ * step was three probes (the next key, "has it a due job", then its candidates in a LATERAL),
+ * and the walk a statement of its own feeding arrays to the claim. auto_explain of a claim of 50
+ * over 100 keys (30,000 pending jobs, never analyzed): the walk 0.64-0.76 ms plus 50 candidate
+ * probes; now 0.49 ms for the walk and no candidate probe. bench/flow-claim-ab.ts times the two
+ * texts side by side (bench/NOTES.md finding 16).
  *
  * A claim a concurrency cap held back marks its queue in flow_waits (one that is not held back
  * clears it), so finishes there notify the workers waiting for a slot.
@@ -56,10 +74,14 @@ import { epochMs, JOBS } from "./fragments.js";
 
 const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key IS NOT NULL`;
 
-/** The first key of jobs_flow_idx after `after` (a text expression), or NULL. */
-const keyAfter = (after: string) =>
-  `(SELECT j.flow_key COLLATE "C" FROM ${JOBS} j WHERE ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
-    ORDER BY j.flow_key COLLATE "C" LIMIT 1)`;
+/**
+ * The first job of jobs_flow_idx whose key sorts after `after` (a text expression): the next key
+ * and its first job in claim order, in one probe; no row when there is none or `when` is false.
+ */
+const firstAfter = (after: string, when: string) => `(
+    SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
+    WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
+    ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT 1)`;
 
 /** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
 const keyRoom = (
@@ -95,7 +117,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
 RETURNS TABLE (id bigint, queue text, name text, payload jsonb, priority int, attempt int, max_attempts int,
   key text, run_at float8, created_at float8, lease_token int, locked_until float8, flow_key text,
   trace_context text, held int, retry_ms float8)
-LANGUAGE plpgsql SET enable_seqscan = off AS $flow_claim$
+LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off AS $flow_claim$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
@@ -107,13 +129,6 @@ DECLARE
   v_cursor text;
   v_room int := p_limit;
   v_visit int;
-  v_keys text[];
-  v_segs int[];
-  v_rooms int[];
-  v_due boolean[];
-  v_usable int;
-  v_visited_due int;
-  v_unkeyed boolean;
   -- How far down the queue's claim order the keyless group is looked for: the whole claim when
   -- the queue has no per-key limit (its jobs are mostly keyless), else the first 100 due jobs
   -- (each costs a heap fetch, and a keyed backlog has none to find).
@@ -166,63 +181,70 @@ BEGIN
   END IF;
   v_room := greatest(0, v_room);
 
-  -- The keys in rotation order (seg 0: after the cursor; seg 1: from the start), until room keys
-  -- can give a job or keysToVisit's bound.
   v_visit := p_limit + 32 + v_running_total + (SELECT count(*) FROM jsonb_object_keys(v_pauses))::int
     + (SELECT count(*) FROM jsonb_object_keys(v_key_claims))::int;
-  WITH RECURSIVE walk AS (
-    SELECT s.key, s.seg, 1 AS n, z.room, z.due, (z.room > 0 AND z.due)::int AS usable FROM (
-      SELECT f.key, f.seg FROM (
-        SELECT ${keyAfter("v_cursor")} AS key, 0 AS seg WHERE v_cursor IS NOT NULL
-        UNION ALL SELECT ${keyAfter("''")}, 1
-      ) f WHERE f.key IS NOT NULL ORDER BY f.seg LIMIT 1
-    ) s, LATERAL (SELECT ${keyRoom("s.key")} AS room, ${hasDue("s.key")} AS due OFFSET 0) z
-    UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, z.room, z.due, w.usable + (z.room > 0 AND z.due)::int
-    FROM walk w,
-    LATERAL (SELECT ${keyAfter("w.key")} AS key OFFSET 0) x,
-    LATERAL (
-      SELECT x.key, w.seg WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
-      UNION ALL
-      SELECT f.key, 1 FROM (SELECT ${keyAfter("''")} AS key) f
-      WHERE w.seg = 0 AND x.key IS NULL AND f.key <= v_cursor
-    ) nx,
-    LATERAL (SELECT ${keyRoom("nx.key")} AS room, ${hasDue("nx.key")} AS due OFFSET 0) z
-    WHERE w.n < v_visit AND w.usable < v_room
-  )
-  SELECT array_agg(w.key ORDER BY w.n), array_agg(w.seg ORDER BY w.n), array_agg(w.room ORDER BY w.n),
-         array_agg(w.due ORDER BY w.n), count(*) FILTER (WHERE w.room > 0 AND w.due), count(*) FILTER (WHERE w.due)
-  INTO v_keys, v_segs, v_rooms, v_due, v_usable, v_visited_due FROM walk w;
-
-  -- Why keys with due jobs wait: their pause, their rate window.
-  SELECT least(v_retry, min(least(
-           (v_pauses ->> k.key)::float8 - ${epochMs("v_now")},
-           CASE WHEN p_key_rate IS NOT NULL AND coalesce((v_key_claims ->> k.key)::int, 0) >= p_key_rate
-                THEN ${windowFrees("c.key = k.key", "p_key_rate", "p_key_rate_ms")} END)))
-  INTO v_retry FROM unnest(v_keys, v_due) AS k(key, due) WHERE k.due;
-
-  -- Does the keyless group have a due job, among the same candidates as below (a bounded walk
-  -- of jobs_claim_idx: an unbounded one read every pending job of a keyed backlog per claim).
-  v_unkeyed := EXISTS (SELECT 1 FROM (SELECT j.flow_key FROM ${JOBS} j
-      WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
-      ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window) h WHERE h.flow_key IS NULL)
-    OR EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
-      AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now);
 
   RETURN QUERY
-  WITH cand AS (
+  WITH RECURSIVE walk AS (
+    -- The keys in rotation order (seg 0: after the cursor; seg 1: from the start), until room
+    -- keys can give a job or keysToVisit's bound. Row 0 is where the rotation starts (no key);
+    -- each step is one probe of jobs_flow_idx, the next key's first job in claim order.
+    SELECT coalesce(v_cursor, '') COLLATE "C" AS key, CASE WHEN v_cursor IS NULL THEN 1 ELSE 0 END AS seg,
+           0 AS n, NULL::bigint AS id, NULL::int AS priority, NULL::timestamptz AS run_at, 0 AS room,
+           false AS due, 0 AS usable
+    UNION ALL
+    SELECT nx.key, nx.seg, w.n + 1, nx.id, nx.priority, nx.run_at, z.room, z.due,
+           w.usable + (z.room > 0 AND z.due)::int
+    FROM walk w
+    LEFT JOIN LATERAL ${firstAfter("w.key", "true")} x ON true
+    -- Past the last key, seg 0 goes on from the start (probed only then).
+    LEFT JOIN LATERAL ${firstAfter("''", "w.seg = 0 AND x.key IS NULL")} y ON true
+    CROSS JOIN LATERAL (
+      SELECT x.key, w.seg, x.id, x.priority, x.run_at
+      WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
+      UNION ALL
+      SELECT y.key, 1, y.id, y.priority, y.run_at WHERE y.key <= v_cursor
+    ) nx
+    -- A key has a due job when its first one is (else a probe looks further).
+    CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
+      CASE WHEN nx.run_at <= v_now THEN true ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
+    WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
+  ),
+  visited AS (
+    SELECT w.key, w.seg, w.room, w.id, w.priority, w.run_at, w.run_at <= v_now AS first_due
+    FROM walk w WHERE w.n > 0 AND w.due
+  ),
+  counts AS (
+    SELECT count(*) FILTER (WHERE v.room > 0) AS usable, count(*) AS due FROM visited v
+  ),
+  -- Does the keyless group have a due job, among the same candidates as below (a bounded walk
+  -- of jobs_claim_idx: an unbounded one read every pending job of a keyed backlog per claim).
+  unkeyed AS (
+    SELECT EXISTS (SELECT 1 FROM (SELECT j.flow_key FROM ${JOBS} j
+        WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
+        ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window) h WHERE h.flow_key IS NULL)
+      OR EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
+        AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now) AS found
+  ),
+  cand AS (
     -- Each visited key's due jobs: a share of the claim for those with room, enough to count
-    -- what a limit holds back for the others.
+    -- what a limit holds back for the others. The walk found the first (when due); a probe
+    -- fetches the rest of a share above one.
     SELECT c.id, k.key, k.seg, k.room,
            row_number() OVER (PARTITION BY k.key ORDER BY c.priority DESC, c.run_at, c.id) AS round
-    FROM unnest(v_keys, v_segs, v_rooms, v_due) AS k(key, seg, room, due),
+    FROM (
+      SELECT v.*, v.first_due::int AS got, ceil(p_limit::float8 / greatest(1, CASE WHEN v.room > 0
+        THEN (SELECT n.usable FROM counts n) + (SELECT u.found FROM unkeyed u)::int
+        ELSE (SELECT n.due FROM counts n) END))::int AS share
+      FROM visited v
+    ) k,
     LATERAL (
-      SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
-      WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
-      ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT ceil(p_limit::float8 / greatest(1, CASE WHEN k.room > 0 THEN v_usable + v_unkeyed::int ELSE v_visited_due END))
+      SELECT k.id, k.priority, k.run_at WHERE k.first_due
+      UNION ALL
+      (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
+       WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
+       ORDER BY j.priority DESC, j.run_at, j.id OFFSET k.got LIMIT k.share - k.got)
     ) c
-    WHERE k.due
     UNION ALL
     -- The keyless group: jobs without a key among the queue's first due jobs, and jobs keyed ''.
     SELECT u.id, '', 1, p_limit, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id)
@@ -238,7 +260,7 @@ BEGIN
        ORDER BY j.priority DESC, j.run_at, j.id LIMIT p_limit)
       ORDER BY 2 DESC, 3, 1 LIMIT p_limit
     ) u
-    WHERE v_unkeyed
+    WHERE (SELECT u.found FROM unkeyed u)
   ),
   picks AS (
     SELECT c.id, c.key, row_number() OVER (ORDER BY c.round, c.seg, c.key COLLATE "C") AS ord FROM (
@@ -289,7 +311,13 @@ BEGIN
     FROM claimed c
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           h.n, CASE WHEN h.n > 0 THEN v_retry END
+           h.n, CASE WHEN h.n > 0 THEN least(v_retry, (
+             -- Why keys with due jobs wait: their pause, their rate window.
+             SELECT min(least(
+               (v_pauses ->> k.key)::float8 - ${epochMs("v_now")},
+               CASE WHEN p_key_rate IS NOT NULL AND coalesce((v_key_claims ->> k.key)::int, 0) >= p_key_rate
+                    THEN ${windowFrees("c.key = k.key", "p_key_rate", "p_key_rate_ms")} END))
+             FROM visited k)) END
     FROM held h
   ) r ORDER BY r.ord NULLS LAST;
 END

@@ -1,13 +1,13 @@
 /**
- * PostgreSQL migrations 6 to 11 (tracing, waitFor, the ledger's scopes, dependencies, flow
- * control's one-round-trip claim and its plans), moved out of migrations.ts only to keep files short:
+ * PostgreSQL migrations 6 to 12 (tracing, waitFor, the ledger's scopes, dependencies, flow
+ * control's one-round-trip claim, its plans and its key walk), moved out of migrations.ts only to keep files short:
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
  */
 import { FLOW_CLAIM_DEFINITION, FLOW_CLAIM_TABLES } from "./sql/flow-claim-function.js";
 
 /** PostgresMigration entries, typed where migrations.ts spreads them (importing the type here would make a cycle). */
-export const MIGRATIONS_6_TO_11 = [
+export const MIGRATIONS_6_TO_12 = [
   {
     version: 6,
     name: "tracing: the trace context of the enqueue",
@@ -168,6 +168,13 @@ CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
     name: "flow_claim: index plans before ANALYZE, no quadratic joins",
     // The function's newest text again (sql/flow-claim-function.ts says why migration 10 installs
     // it too). Not breaking: same arguments, same rows.
+    sql: FLOW_CLAIM_DEFINITION,
+  },
+  {
+    version: 12,
+    name: "flow_claim: one index probe per key, the key walk and the claim in one statement",
+    // The function's newest text again, as migration 11. Not breaking: same arguments, same rows,
+    // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
     sql: FLOW_CLAIM_DEFINITION,
   },
 ];
