@@ -13,23 +13,15 @@
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import type { NewJob, Store } from "../src/store/types.js";
+import { join } from "node:path";
+import type { NewJob } from "../src/store/types.js";
+import { abSides } from "./ab-sides.js";
 
 const [other, batch = "10", jobs = "30000"] = process.argv.slice(2);
 if (!other) throw new Error("usage: bench/sqlite-finish-ab.ts OTHER_CHECKOUT [batch] [jobs]");
 const N = Number(jobs);
 const B = Number(batch);
-type OpenStore = (url: string, options: { schema: string }) => Promise<Store>;
-const sides: { name: string; open: OpenStore }[] = [
-  { name: "this checkout", open: (await import("../src/store/open.js")).openStore as OpenStore },
-  {
-    name: resolve(other),
-    open: (await import(pathToFileURL(join(resolve(other), "src/store/open.ts")).href))
-      .openStore as OpenStore,
-  },
-];
+const sides = await abSides(other);
 const job: NewJob = { queue: "q", name: "noop", payload: {}, priority: 0, maxAttempts: 3 };
 const runs = await Promise.all(
   sides.map(async (side) => {

@@ -16,23 +16,15 @@
  */
 import { mkdtempSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { join } from "node:path";
 import type { ClaimedJob, FlowLimits, NewJob, Store } from "../src/store/types.js";
+import { abSides } from "./ab-sides.js";
 
 const [other, batch = "250", jobs = "20000", rounds = "3"] = process.argv.slice(2);
 if (!other) throw new Error("usage: bench/sqlite-flow-ab.ts OTHER_CHECKOUT [batch] [jobs] [rounds]");
 const N = Number(jobs);
 const B = Number(batch);
-type OpenStore = (url: string, options: { schema: string }) => Promise<Store>;
-const sides: { name: string; open: OpenStore }[] = [
-  { name: "this checkout", open: (await import("../src/store/open.js")).openStore as OpenStore },
-  {
-    name: resolve(other),
-    open: (await import(pathToFileURL(join(resolve(other), "src/store/open.ts")).href))
-      .openStore as OpenStore,
-  },
-];
+const sides = await abSides(other);
 // The bench's flow workload (bench/adapters/errand.ts): limits that never bind.
 const CONDITIONS: { name: string; flow: FlowLimits | null }[] = [
   { name: "no limit", flow: null },

@@ -17,6 +17,7 @@ import pg from "pg";
 import { openPostgresStore, type PostgresStore } from "../src/store/postgres/index.js";
 import * as Q from "../src/store/postgres/queries.js";
 import type { NewJob } from "../src/store/types.js";
+import { eachNode, type PlanNode } from "./helpers/plans.js";
 import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "./helpers/postgres.js";
 
 const skip = await skipUnlessPostgres();
@@ -24,12 +25,12 @@ const url = postgresUrl();
 const JOBS = 20_000;
 const BATCH = 500;
 
-type Node = Record<string, unknown> & { Plans?: Node[] };
+type Node = PlanNode;
 
 /** Every problem of a plan: a scan of jobs not by its primary key, a nested loop rescanning the batch. */
 function problems(plan: Node, allowed: Set<string>): string[] {
   const found: string[] = [];
-  const walk = (n: Node) => {
+  eachNode(plan, (n) => {
     const type = n["Node Type"] as string;
     // A scan of jobs names its index; a bitmap heap scan's bitmap index scans (below it) do.
     const scansJobs = n["Relation Name"] === "jobs" && type !== "ModifyTable" && type !== "Bitmap Heap Scan";
@@ -41,9 +42,7 @@ function problems(plan: Node, allowed: Set<string>): string[] {
       if (inner && inner["Relation Name"] !== "jobs")
         found.push(`Nested Loop rescanning a ${inner["Node Type"]}`);
     }
-    for (const c of n.Plans ?? []) walk(c);
-  };
-  walk(plan);
+  });
   return found;
 }
 

@@ -11,27 +11,20 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import pg from "pg";
-import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/index.js";
-import type { NewJob } from "../../src/store/types.js";
-import { dropSchema, freshSchemaName, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { ExplainingClient, eachNode, FlowPlanFixture, type PlanNode } from "../helpers/plans.js";
+import { skipUnlessPostgres } from "../helpers/postgres.js";
 
 const skip = await skipUnlessPostgres();
-const url = postgresUrl();
 const JOBS = 10_000;
 const CLAIM = 50;
 /** Claims (each finishing the claim before it) before the plans are read. */
 const CYCLES = 60;
 
-type Node = Record<string, unknown> & { Plans?: Node[] };
-
-function bitmapScans(plan: Node): string[] {
+function bitmapScans(plan: PlanNode): string[] {
   const found: string[] = [];
-  const walk = (n: Node) => {
+  eachNode(plan, (n) => {
     if (n["Node Type"] === "Bitmap Heap Scan") found.push(`Bitmap Heap Scan on ${n["Relation Name"]}`);
-    for (const c of n.Plans ?? []) walk(c);
-  };
-  walk(plan);
+  });
   return found;
 }
 
@@ -41,45 +34,20 @@ const LIMITS = {
 } as const;
 
 describe("flow_claim after claims and finishes (PostgreSQL)", { skip }, () => {
-  const schemas: string[] = [];
-  const stores: PostgresStore[] = [];
-  after(async () => {
-    for (const s of stores) await s.close();
-    for (const s of schemas) await dropSchema(s);
-  });
+  const fixture = new FlowPlanFixture();
+  after(() => fixture.cleanUp());
 
   for (const state of ["never analyzed", "analyzed"] as const) {
     for (const [limit, { key, args }] of Object.entries(LIMITS)) {
       it(`${limit} limit, ${state}: no bitmap scan walks the finished jobs' dead entries`, async () => {
-        const schema = freshSchemaName("errand_flow_dead");
-        schemas.push(schema);
-        const store = await openPostgresStore({ url, schema });
-        stores.push(store);
-        await store.migrate();
-        for (let i = 0; i < JOBS; i += 5000) {
-          await store.insertJobs(
-            Array.from(
-              { length: 5000 },
-              (_, j): NewJob => ({
-                queue: "q",
-                name: "noop",
-                payload: {},
-                priority: 0,
-                maxAttempts: 3,
-                flowKey: key ? `k${(i + j) % 100}` : undefined,
-              }),
-            ),
-          );
-        }
-        const client = new pg.Client(url);
-        await client.connect();
-        const notices: string[] = [];
-        client.on("notice", (msg) => notices.push(msg.message ?? ""));
+        const { schema, store } = await fixture.backlog("errand_flow_dead", JOBS, key);
+        const explaining = new ExplainingClient(fixture.url);
+        await explaining.connect();
         try {
-          if (state === "analyzed") await client.query(`ANALYZE "${schema}".jobs`);
+          if (state === "analyzed") await explaining.client.query(`ANALYZE "${schema}".jobs`);
           let running: { id: string; lease_token: number }[] = [];
           const cycle = async () => {
-            const { rows } = await client.query(
+            const { rows } = await explaining.client.query(
               `SELECT id, lease_token FROM "${schema}".flow_claim($1, 'q', $2, 'w', 60000, $3, $4, NULL, NULL, NULL, NULL, NULL)`,
               [`dead:${schema}`, CLAIM, ...args],
             );
@@ -95,26 +63,13 @@ describe("flow_claim after claims and finishes (PostgreSQL)", { skip }, () => {
             assert.equal(running.length, CLAIM, "every claim takes its full batch");
           };
           for (let i = 0; i < CYCLES; i++) await cycle();
-          await client.query("LOAD 'auto_explain'");
-          await client.query(
-            "SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; " +
-              "SET auto_explain.log_format = 'json'; SET auto_explain.log_level = 'notice'",
-          );
+          await explaining.explain();
           for (let i = 0; i < 3; i++) await cycle();
-          const found = new Set<string>();
-          let plans = 0;
-          for (const text of notices) {
-            const { Plan, "Query Text": query } = JSON.parse(text.slice(text.indexOf("{"))) as {
-              Plan: Node;
-              "Query Text": string;
-            };
-            plans++;
-            for (const p of bitmapScans(Plan)) found.add(`${p} in: ${query.trim().slice(0, 60)}`);
-          }
+          const plans = explaining.plans().length;
           assert.ok(plans >= 15, `auto_explain reported ${plans} plans`);
-          assert.deepEqual([...found], []);
+          assert.deepEqual(explaining.problems(bitmapScans), []);
         } finally {
-          await client.end();
+          await explaining.end();
         }
       });
     }

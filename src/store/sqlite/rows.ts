@@ -149,24 +149,11 @@ export function claimedFromRow(row: ClaimRow): ClaimedJob {
   };
 }
 
-/** A job claimed by a flow-limited claim: claimedFromRow's fields and its flow key, built in one literal. */
+/** A job claimed by a flow-limited claim: claimedFromRow's job with its flow key (set on it: no copy). */
 export function flowClaimedFromRow(row: ClaimRow & { flow_key?: string | null }): ClaimedJob {
-  return {
-    id: String(row.id),
-    queue: row.queue,
-    name: row.name,
-    payload: JSON.parse(row.payload),
-    priority: row.priority,
-    attempt: row.attempt,
-    maxAttempts: row.max_attempts,
-    key: row.key,
-    runAt: new Date(row.run_at),
-    createdAt: new Date(row.created_at),
-    leaseToken: row.lease_token,
-    lockedUntil: new Date(row.locked_until ?? 0),
-    traceContext: row.trace_context ?? null,
-    flowKey: row.flow_key ?? null,
-  };
+  const job = claimedFromRow(row);
+  job.flowKey = row.flow_key ?? null;
+  return job;
 }
 
 export function scheduleFromRow(row: ScheduleRow): ScheduleRecord {
