@@ -53,7 +53,7 @@ export class Connection {
       this.ownsDb = true;
       // busy_timeout first: switching to WAL needs a lock another process may hold right now.
       this.db.pragma(Q.PRAGMA_BUSY_TIMEOUT(options.busyTimeoutMs ?? 5000));
-      this.db.pragma(Q.PRAGMA_WAL);
+      switchToWal(this.db, options.busyTimeoutMs ?? 5000);
       this.db.pragma(Q.PRAGMA_SYNCHRONOUS_NORMAL);
     }
   }
@@ -93,4 +93,25 @@ export function storeBusy(operation: string): ErrandError {
     "ERR_STORE_BUSY",
     `${operation}: the application holds a transaction open on the SQLite connection errand shares; retry after it ends`,
   );
+}
+
+/**
+ * `journal_mode = WAL`, tried again while the file is busy, up to the busy timeout. SQLite does
+ * not call the busy handler for this switch when another connection holds the write lock of a
+ * file still in rollback mode (the pragma already reads the file, and waiting could deadlock): it
+ * answers SQLITE_BUSY at once, so processes opening one new file together failed with "database
+ * is locked" (seen in CI; test/sqlite-store/wal-switch.test.ts holds the lock from another
+ * process). Waiting here blocks the thread, as every SQLite wait does (busy_timeout too).
+ */
+function switchToWal(db: Db, timeoutMs: number): void {
+  const deadline = Date.now() + timeoutMs;
+  for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+    try {
+      db.pragma(Q.PRAGMA_WAL);
+      return;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "SQLITE_BUSY" || Date.now() >= deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pauseMs);
+    }
+  }
 }
