@@ -25,7 +25,7 @@ import pg from "pg";
 import { openStore } from "../src/store/open.js";
 import * as Q from "../src/store/postgres/queries.js";
 import { FLOW_CLAIM_DEFINITION } from "../src/store/postgres/sql/flow-claim-function.js";
-import type { NewJob } from "../src/store/types.js";
+import { insertBacklog } from "../test/helpers/plans.js";
 
 const [
   beforeRev = "main",
@@ -78,21 +78,7 @@ const queues = ["plain", "before", "after"] as const;
 for (const queue of queues) {
   const store = await openStore(URL, { schema: schemas[queue] });
   await store.migrate();
-  for (let i = 0; i < N; i += 5000) {
-    await store.insertJobs(
-      Array.from(
-        { length: Math.min(5000, N - i) },
-        (_, j): NewJob => ({
-          queue,
-          name: "noop",
-          payload: {},
-          priority: 0,
-          maxAttempts: 3,
-          flowKey: keyed && queue !== "plain" ? `k${(i + j) % KEYS}` : undefined,
-        }),
-      ),
-    );
-  }
+  await insertBacklog(store, queue, N, (i) => (keyed && queue !== "plain" ? `k${i % KEYS}` : undefined));
   await store.close();
 }
 

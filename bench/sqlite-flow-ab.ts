@@ -17,7 +17,8 @@
 import { mkdtempSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ClaimedJob, FlowLimits, NewJob, Store } from "../src/store/types.js";
+import type { ClaimedJob, FlowLimits, Store } from "../src/store/types.js";
+import { insertBacklog } from "../test/helpers/plans.js";
 import { abSides } from "./ab-sides.js";
 
 const [other, batch = "250", jobs = "20000", rounds = "3"] = process.argv.slice(2);
@@ -54,20 +55,7 @@ async function open(side: (typeof sides)[number], condition: (typeof CONDITIONS)
   });
   await store.migrate();
   const keyed = condition.flow?.keyConcurrency !== undefined;
-  for (let i = 0; i < N; i += 5000)
-    await store.insertJobs(
-      Array.from(
-        { length: Math.min(5000, N - i) },
-        (_, j): NewJob => ({
-          queue: "q",
-          name: "noop",
-          payload: {},
-          priority: 0,
-          maxAttempts: 3,
-          flowKey: keyed ? `k${(i + j) % 100}` : null,
-        }),
-      ),
-    );
+  await insertBacklog(store, "q", N, (i) => (keyed ? `k${i % 100}` : undefined));
   return {
     side: side.name,
     condition: condition.name,

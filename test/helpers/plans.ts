@@ -10,6 +10,32 @@ import { dropSchema, freshSchemaName, postgresUrl } from "./postgres.js";
 
 export type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
 
+/**
+ * Inserts `count` pending no-op jobs into `queue` in batches of 5,000; job i's flow key is
+ * `keyOf(i)` (none when undefined). Also the backlog of the flow benchmarks (bench/*-ab.ts).
+ */
+export async function insertBacklog(
+  store: Pick<PostgresStore, "insertJobs">,
+  queue: string,
+  count: number,
+  keyOf: (i: number) => string | undefined,
+): Promise<void> {
+  for (let i = 0; i < count; i += 5000) {
+    const batch = Array.from(
+      { length: Math.min(5000, count - i) },
+      (_, j): NewJob => ({
+        queue,
+        name: "noop",
+        payload: {},
+        priority: 0,
+        maxAttempts: 3,
+        flowKey: keyOf(i + j),
+      }),
+    );
+    await store.insertJobs(batch);
+  }
+}
+
 /** Calls `visit` on every node of `plan`, the plan first. */
 export function eachNode(plan: PlanNode, visit: (node: PlanNode) => void): void {
   visit(plan);
@@ -33,20 +59,7 @@ export class FlowPlanFixture {
     const store = await openPostgresStore({ url: this.url, schema });
     this.stores.push(store);
     await store.migrate();
-    for (let i = 0; i < jobs; i += 5000) {
-      const batch = Array.from(
-        { length: Math.min(5000, jobs - i) },
-        (_, j): NewJob => ({
-          queue: "q",
-          name: "noop",
-          payload: {},
-          priority: 0,
-          maxAttempts: 3,
-          flowKey: keyed ? `k${(i + j) % 100}` : undefined,
-        }),
-      );
-      await store.insertJobs(batch);
-    }
+    await insertBacklog(store, "q", jobs, (i) => (keyed ? `k${i % 100}` : undefined));
     return { schema, store };
   }
 
