@@ -50,6 +50,14 @@ describe("dashboard accessibility (axe-core)", { skip }, () => {
   let page: Page;
   let base: string;
   let failedId: string;
+  /** The dashboard's views, each with an element that shows it has rendered. */
+  const views = (): [string, string][] => [
+    ["/", "tr[data-queue=reports]"],
+    ["/#/jobs", `a[href="#/jobs/${failedId}"]`],
+    [`/#/jobs/${failedId}`, ".breadcrumb"],
+    ["/#/dlq", `a[href="#/jobs/${failedId}"]`],
+    ["/#/schedules", "text=nightly-report"],
+  ];
 
   before(async () => {
     errand = await openErrand({ url: "memory:", jobs: defs(report), logger: silentLogger() });
@@ -93,14 +101,7 @@ describe("dashboard accessibility (axe-core)", { skip }, () => {
     await page.fill("#token", TOKEN);
     await page.click("button[type=submit]");
     await page.waitForURL(`${base}/`);
-    const views: [string, string][] = [
-      ["/", "tr[data-queue=reports]"],
-      ["/#/jobs", `a[href="#/jobs/${failedId}"]`],
-      [`/#/jobs/${failedId}`, ".breadcrumb"],
-      ["/#/dlq", `a[href="#/jobs/${failedId}"]`],
-      ["/#/schedules", "text=nightly-report"],
-    ];
-    for (const [path, ready] of views) {
+    for (const [path, ready] of views()) {
       await page.goto(`${base}${path}`);
       await page.locator(ready).first().waitFor();
       assert.deepEqual(await scan(), [], `view ${path}`);
@@ -110,15 +111,7 @@ describe("dashboard accessibility (axe-core)", { skip }, () => {
   test("on a phone (390×844) in dark mode: dark colours, no sideways page scroll, no serious or critical violation", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.emulateMedia({ colorScheme: "dark" });
-    const views: [string, string][] = [
-      ["/", "tr[data-queue=reports]"],
-      ["/#/jobs", `a[href="#/jobs/${failedId}"]`],
-      [`/#/jobs/${failedId}`, ".breadcrumb"],
-      ["/#/dlq", `a[href="#/jobs/${failedId}"]`],
-      ["/#/schedules", "text=nightly-report"],
-      ["/#/workers", "h1"],
-    ];
-    for (const [path, ready] of views) {
+    for (const [path, ready] of [...views(), ["/#/workers", "h1"]]) {
       await page.goto(`${base}${path}`);
       await page.locator(ready).first().waitFor();
       const layout = await page.evaluate(() => ({
