@@ -20,18 +20,8 @@ import { type Errand, openErrand, silentLogger } from "../../src/index.js";
 import type { JobRecord } from "../../src/job.js";
 import type { Store } from "../../src/store/types.js";
 import jobs, { flowFinal, flowStep } from "../fixtures/chaos-jobs.js";
-import {
-  allJobs,
-  killAll,
-  type Proc,
-  prng,
-  readExecutions,
-  scratchDir,
-  signal,
-  spawnWorker,
-  stopAll,
-  whenReady,
-} from "./harness.js";
+import { allJobs, killAll, prng, readExecutions, scratchDir, signal, stopAll, whenReady } from "./harness.js";
+import { workerPool } from "./worker-pool.js";
 
 export const FAN_OUT = 100;
 export const CHILDREN = 9;
@@ -90,30 +80,14 @@ export async function flowChaosRun(target: FlowChaosTarget): Promise<FlowChaosRe
   console.log(`# flow chaos ${target.label}: seed ${seed} (reproduce with CHAOS_SEED=${seed})`);
   const rand = prng(seed);
   const dir = scratchDir(`errand-flow-chaos-${target.label}-`);
-  const procs = new Set<Proc>();
-  const everyProc: Proc[] = [];
-  const stopped = new Set<Proc>();
+  const { procs, everyProc, stopped, launch } = workerPool({
+    url: target.url,
+    dir,
+    queues: "chaos-flow",
+    leaseMs: LEASE_MS,
+    schema: target.schema,
+  });
   const faults: Record<string, number> = { kill9: 0, stop: 0, terminate: 0 };
-  const workerEnv: Record<string, string> = {
-    CHAOS_URL: target.url,
-    CHAOS_DIR: dir,
-    CHAOS_QUEUES: "chaos-flow",
-    CHAOS_CONCURRENCY: "4",
-    CHAOS_LEASE_MS: String(LEASE_MS),
-    CHAOS_POLL_MS: "200",
-    CHAOS_SHUTDOWN_MS: "5000",
-    ...(target.schema ? { CHAOS_SCHEMA: target.schema } : {}),
-  };
-  const launch = (): Proc => {
-    const proc = spawnWorker(workerEnv);
-    procs.add(proc);
-    everyProc.push(proc);
-    proc.exited.then(() => {
-      procs.delete(proc);
-      stopped.delete(proc);
-    });
-    return proc;
-  };
   let errand: Errand | undefined;
   try {
     errand = await openErrand({ store: target.store, jobs, logger: silentLogger() });

@@ -18,18 +18,8 @@ import type { AnyJobDefinition } from "../../src/job.js";
 import type { Store } from "../../src/store/types.js";
 import { CHAOS_MODES, type ChaosMode, chaos } from "../fixtures/chaos-jobs.js";
 import { checkRun, type EffectRow, type LedgerRow, summaryLine, type Verdict } from "./check.js";
-import {
-  allJobs,
-  killAll,
-  type Proc,
-  prng,
-  readExecutions,
-  scratchDir,
-  signal,
-  spawnWorker,
-  stopAll,
-  whenReady,
-} from "./harness.js";
+import { allJobs, killAll, prng, readExecutions, scratchDir, signal, stopAll, whenReady } from "./harness.js";
+import { workerPool } from "./worker-pool.js";
 
 export type FaultKind = "kill9" | "stop" | "terminate" | "restart" | "blackhole";
 
@@ -78,36 +68,19 @@ export async function chaosRun(target: ChaosTarget): Promise<ChaosResult> {
   const rand = prng(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)];
   const dir = scratchDir(`errand-chaos-${target.label}-`);
-  const procs = new Set<Proc>();
-  const everyProc: Proc[] = [];
-  const stopped = new Set<Proc>();
+  const { procs, everyProc, stopped, launch } = workerPool({
+    url: target.url,
+    dir,
+    queues: "chaos",
+    leaseMs: LEASE_MS,
+    schema: target.schema,
+  });
   const timers = new Set<NodeJS.Timeout>();
   const faults: Record<string, number> = { kill9: 0, stop: 0 };
   for (const kind of Object.keys(target.faults)) faults[kind] = 0;
   let errand: Errand | undefined;
   let keep = Boolean(env.CHAOS_KEEP);
   const started = Date.now();
-
-  const workerEnv: Record<string, string> = {
-    CHAOS_URL: target.url,
-    CHAOS_DIR: dir,
-    CHAOS_QUEUES: "chaos",
-    CHAOS_CONCURRENCY: "4",
-    CHAOS_LEASE_MS: String(LEASE_MS),
-    CHAOS_POLL_MS: "200",
-    CHAOS_SHUTDOWN_MS: "5000",
-    ...(target.schema ? { CHAOS_SCHEMA: target.schema } : {}),
-  };
-  const launch = (): Proc => {
-    const proc = spawnWorker(workerEnv);
-    procs.add(proc);
-    everyProc.push(proc);
-    proc.exited.then(() => {
-      procs.delete(proc);
-      stopped.delete(proc);
-    });
-    return proc;
-  };
 
   try {
     // The jobs and their handler faults, all from the seed.
