@@ -9,6 +9,8 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { MIGRATIONS } from "../../src/store/postgres/migrations.js";
+import { bindSchema } from "../../src/store/postgres/queries.js";
 
 export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -100,4 +102,30 @@ export async function withClient<T>(
 export function freshSchema(prefix?: string): { schema: string; drop: () => Promise<void> } {
   const schema = freshSchemaName(prefix);
   return { schema, drop: () => dropSchema(schema) };
+}
+
+/**
+ * Creates `schema` as an older release left it: the migrations table and every migration below
+ * `version`, each recorded as applied, so a test can seed old rows and then upgrade in place.
+ * The Postgres twin of applyMigrationsBelow in ./sqlite.ts.
+ */
+export async function applyPostgresMigrationsBelow(
+  client: pg.Client,
+  schema: string,
+  version: number,
+): Promise<void> {
+  await client.query(`CREATE SCHEMA "${schema}"`);
+  await client.query(
+    bindSchema(
+      "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
+      schema,
+    ),
+  );
+  for (const m of MIGRATIONS.filter((x) => x.version < version)) {
+    await client.query(bindSchema(m.sql, schema));
+    await client.query(
+      bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
+      [m.version, m.name],
+    );
+  }
 }

@@ -12,11 +12,10 @@ import { describe, test } from "node:test";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { openPostgresStore } from "../../src/store/postgres/index.js";
-import { MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { bindSchema } from "../../src/store/postgres/queries.js";
 import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
-import { freshSchema, postgresUrl } from "../helpers/postgres.js";
+import { applyPostgresMigrationsBelow, freshSchema, postgresUrl } from "../helpers/postgres.js";
 import { applyMigrationsBelow, tempPath } from "../helpers/sqlite.js";
 import { target } from "../helpers/targets.js";
 
@@ -58,20 +57,7 @@ const oldDatabases: OldDatabase[] = [
       const client = new pg.Client(postgresUrl());
       await client.connect();
       try {
-        await client.query(`CREATE SCHEMA "${schema}"`);
-        await client.query(
-          bindSchema(
-            "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
-            schema,
-          ),
-        );
-        for (const m of PG_MIGRATIONS.filter((x) => x.version < 8)) {
-          await client.query(bindSchema(m.sql, schema));
-          await client.query(
-            bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
-            [m.version, m.name],
-          );
-        }
+        await applyPostgresMigrationsBelow(client, schema, 8);
         await client.query(
           bindSchema(
             "INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ('mail:1', $1, $2::jsonb)",
