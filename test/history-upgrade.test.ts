@@ -11,15 +11,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
-import pg from "pg";
 import type { AttemptRecord } from "../src/job.js";
-import { openPostgresStore } from "../src/store/postgres/index.js";
-import { MIGRATIONS as PG_MIGRATIONS } from "../src/store/postgres/migrations.js";
 import { bindSchema } from "../src/store/postgres/queries.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { MIGRATIONS_TABLE_SQL, MIGRATIONS as SQLITE_MIGRATIONS } from "../src/store/sqlite/migrations.js";
 import type { NewJob, Store } from "../src/store/types.js";
-import { freshSchema, postgresUrl } from "./helpers/postgres.js";
+import { openPostgresStoreBelow } from "./helpers/postgres.js";
 import { tempPath } from "./helpers/sqlite.js";
 import { target } from "./helpers/targets.js";
 
@@ -78,42 +75,20 @@ const oldDatabases: OldDatabase[] = [
     name: "postgres",
     version: 2,
     async open(t) {
-      const { schema, drop } = freshSchema("errand_hist");
-      let store: Store | undefined;
-      t.after(async () => {
-        await store?.close();
-        await drop();
-      });
-      const client = new pg.Client(postgresUrl());
-      await client.connect();
-      try {
-        await client.query(`CREATE SCHEMA "${schema}"`);
-        await client.query(
-          bindSchema(
-            "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
-            schema,
-          ),
-        );
-        for (const m of PG_MIGRATIONS.filter((x) => x.version <= 2)) {
-          await client.query(bindSchema(m.sql, schema));
+      return openPostgresStoreBelow(t, {
+        prefix: "errand_hist",
+        version: 3,
+        async seed(client, schema) {
           await client.query(
-            bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
-            [m.version, m.name],
+            bindSchema(
+              `INSERT INTO {{schema}}.jobs (queue, name, state, attempt, max_attempts, run_at, payload, key, attempts, created_at, started_at, finished_at)
+               VALUES ('q', 'old', 'completed', 2, 3, '2026-01-01T00:00:02Z', '{}', 'old-key', $1::jsonb, '2026-01-01T00:00:00Z', '2026-01-01T00:00:02.5Z', '2026-01-01T00:00:03Z')`,
+              schema,
+            ),
+            [JSON.stringify(OLD)],
           );
-        }
-        await client.query(
-          bindSchema(
-            `INSERT INTO {{schema}}.jobs (queue, name, state, attempt, max_attempts, run_at, payload, key, attempts, created_at, started_at, finished_at)
-             VALUES ('q', 'old', 'completed', 2, 3, '2026-01-01T00:00:02Z', '{}', 'old-key', $1::jsonb, '2026-01-01T00:00:00Z', '2026-01-01T00:00:02.5Z', '2026-01-01T00:00:03Z')`,
-            schema,
-          ),
-          [JSON.stringify(OLD)],
-        );
-      } finally {
-        await client.end();
-      }
-      store = openPostgresStore({ url: postgresUrl(), schema });
-      return store;
+        },
+      });
     },
   },
 ];

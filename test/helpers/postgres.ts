@@ -8,7 +8,12 @@
  *   without having run them.
  */
 import { randomBytes } from "node:crypto";
+import type { TestContext } from "node:test";
 import pg from "pg";
+import { openPostgresStore } from "../../src/store/postgres/index.js";
+import { MIGRATIONS } from "../../src/store/postgres/migrations.js";
+import { bindSchema } from "../../src/store/postgres/queries.js";
+import type { Store } from "../../src/store/types.js";
 
 export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -100,4 +105,57 @@ export async function withClient<T>(
 export function freshSchema(prefix?: string): { schema: string; drop: () => Promise<void> } {
   const schema = freshSchemaName(prefix);
   return { schema, drop: () => dropSchema(schema) };
+}
+
+/**
+ * Creates `schema` as an older release left it: the migrations table and every migration below
+ * `version`, each recorded as applied, so a test can seed old rows and then upgrade in place.
+ * The Postgres twin of applyMigrationsBelow in ./sqlite.ts.
+ */
+export async function applyPostgresMigrationsBelow(
+  client: pg.Client,
+  schema: string,
+  version: number,
+): Promise<void> {
+  await client.query(`CREATE SCHEMA "${schema}"`);
+  await client.query(
+    bindSchema(
+      "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
+      schema,
+    ),
+  );
+  for (const m of MIGRATIONS.filter((x) => x.version < version)) {
+    await client.query(bindSchema(m.sql, schema));
+    await client.query(
+      bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
+      [m.version, m.name],
+    );
+  }
+}
+
+/**
+ * A store on a fresh schema that an older release left: migrations below `version` applied,
+ * then `seed` writes that release's rows; the store is opened but not migrated, so the test
+ * runs the upgrade itself. Store and schema are closed and dropped after the test.
+ */
+export async function openPostgresStoreBelow(
+  t: TestContext,
+  {
+    prefix,
+    version,
+    seed,
+  }: { prefix: string; version: number; seed: (client: pg.Client, schema: string) => Promise<void> },
+): Promise<Store> {
+  const { schema, drop } = freshSchema(prefix);
+  let store: Store | undefined;
+  t.after(async () => {
+    await store?.close();
+    await drop();
+  });
+  await withClient(async (client) => {
+    await applyPostgresMigrationsBelow(client, schema, version);
+    await seed(client, schema);
+  });
+  store = openPostgresStore({ url: postgresUrl(), schema });
+  return store;
 }

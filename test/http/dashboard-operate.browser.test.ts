@@ -8,15 +8,12 @@
  * the test is skipped locally and fails when CI=true.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { z } from "zod";
-import { createFetchHandler } from "../../src/http/app.js";
-import { toNodeHandler } from "../../src/http/node.js";
 import { defineJob, type Errand, openErrand, PermanentError, silentLogger } from "../../src/index.js";
-import { launchChromium, skipWithoutChromium } from "../helpers/chromium.js";
+import { skipWithoutChromium } from "../helpers/chromium.js";
+import { openSignedInDashboard, type SignedInDashboard } from "../helpers/dashboard-browser.js";
 import { defs, runJobs, TOKEN } from "./helpers.js";
 
 const skip = skipWithoutChromium;
@@ -45,8 +42,7 @@ const tabHidden = (hidden: boolean) =>
 
 describe("operating queues from the dashboard in Chromium", { skip }, () => {
   let errand: Errand;
-  let server: Server;
-  let browser: Browser;
+  let dashboard: SignedInDashboard | undefined;
   let page: Page;
   let base: string;
   const problems: string[] = [];
@@ -68,24 +64,16 @@ describe("operating queues from the dashboard in Chromium", { skip }, () => {
     );
     await runJobs(errand, payloads.length, ["billing"]);
     await errand.enqueueMany(mail, [{ payload: { n: 1 } }, { payload: { n: 2 }, delay: "1h" }]);
-    server = createServer(toNodeHandler(createFetchHandler(errand, { dashboardToken: TOKEN })));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
-    page.on("console", (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) problems.push(msg.text());
+    dashboard = await openSignedInDashboard(errand, {
+      token: TOKEN,
+      problems,
+      signInPath: "/login",
     });
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    await page.goto(`${base}/login`);
-    await page.fill("#token", TOKEN);
-    await page.click("button[type=submit]");
-    await page.waitForURL(`${base}/`);
+    ({ page, base } = dashboard);
   });
 
   after(async () => {
-    await browser?.close();
-    if (server) await new Promise((r) => server.close(r));
+    await dashboard?.close();
     await errand?.close();
   });
 

@@ -6,15 +6,12 @@
  * and run a schedule.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { z } from "zod";
-import { createFetchHandler } from "../../src/http/app.js";
-import { toNodeHandler } from "../../src/http/node.js";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
-import { launchChromium, skipWithoutChromium } from "../helpers/chromium.js";
+import { skipWithoutChromium } from "../helpers/chromium.js";
+import { openSignedInDashboard, type SignedInDashboard } from "../helpers/dashboard-browser.js";
 import { defs, TOKEN } from "./helpers.js";
 
 const skip = skipWithoutChromium;
@@ -31,8 +28,7 @@ const mail = defineJob({
 
 describe("pausing from the dashboard in Chromium", { skip }, () => {
   let errand: Errand;
-  let server: Server;
-  let browser: Browser;
+  let dashboard: SignedInDashboard | undefined;
   let page: Page;
   let base: string;
   const pageErrors: string[] = [];
@@ -46,24 +42,12 @@ describe("pausing from the dashboard in Chromium", { skip }, () => {
       queue: "mail",
       payload: { n: 99 },
     });
-    server = createServer(toNodeHandler(createFetchHandler(errand, { dashboardToken: TOKEN })));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
-    page.on("console", (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) pageErrors.push(msg.text());
-    });
-    page.on("pageerror", (err) => pageErrors.push(`page error: ${err.message}`));
-    await page.goto(`${base}/`);
-    await page.fill("#token", TOKEN);
-    await page.click("button[type=submit]");
-    await page.waitForURL(`${base}/`);
+    dashboard = await openSignedInDashboard(errand, { token: TOKEN, problems: pageErrors });
+    ({ page, base } = dashboard);
   });
 
   after(async () => {
-    await browser?.close();
-    if (server) await new Promise((r) => server.close(r));
+    await dashboard?.close();
     await errand?.close();
   });
 

@@ -10,13 +10,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
-import pg from "pg";
-import { openPostgresStore } from "../../src/store/postgres/index.js";
-import { MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { bindSchema } from "../../src/store/postgres/queries.js";
 import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
-import { freshSchema, postgresUrl } from "../helpers/postgres.js";
+import { openPostgresStoreBelow } from "../helpers/postgres.js";
 import { applyMigrationsBelow, tempPath } from "../helpers/sqlite.js";
 import { target } from "../helpers/targets.js";
 
@@ -49,41 +46,19 @@ const oldDatabases: OldDatabase[] = [
   {
     name: "postgres",
     async open(t) {
-      const { schema, drop } = freshSchema("errand_ledger_up");
-      let store: Store | undefined;
-      t.after(async () => {
-        await store?.close();
-        await drop();
-      });
-      const client = new pg.Client(postgresUrl());
-      await client.connect();
-      try {
-        await client.query(`CREATE SCHEMA "${schema}"`);
-        await client.query(
-          bindSchema(
-            "CREATE TABLE {{schema}}.migrations (version integer PRIMARY KEY, name text NOT NULL, breaking boolean NOT NULL DEFAULT false, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())",
-            schema,
-          ),
-        );
-        for (const m of PG_MIGRATIONS.filter((x) => x.version < 8)) {
-          await client.query(bindSchema(m.sql, schema));
+      return openPostgresStoreBelow(t, {
+        prefix: "errand_ledger_up",
+        version: 8,
+        async seed(client, schema) {
           await client.query(
-            bindSchema("INSERT INTO {{schema}}.migrations (version, name) VALUES ($1, $2)", schema),
-            [m.version, m.name],
+            bindSchema(
+              "INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ('mail:1', $1, $2::jsonb)",
+              schema,
+            ),
+            [RECORDER, JSON.stringify({ messageId: "m-1" })],
           );
-        }
-        await client.query(
-          bindSchema(
-            "INSERT INTO {{schema}}.ledger (key, job_id, value) VALUES ('mail:1', $1, $2::jsonb)",
-            schema,
-          ),
-          [RECORDER, JSON.stringify({ messageId: "m-1" })],
-        );
-      } finally {
-        await client.end();
-      }
-      store = openPostgresStore({ url: postgresUrl(), schema });
-      return store;
+        },
+      });
     },
   },
 ];
