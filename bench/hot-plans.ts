@@ -26,6 +26,14 @@ const N = Number(jobs);
 const B = Number(batch);
 const store = await openStore(PG_URL, { schema });
 await store.migrate();
+// FILLFACTOR=n (diagnosis): jobs' fillfactor before the insert, so each page keeps room for the
+// claim's and the finish's new row versions (non-HOT updates still put them on the same page).
+if (process.env.FILLFACTOR) {
+  const admin = new pg.Client(PG_URL);
+  await admin.connect();
+  await admin.query(`ALTER TABLE "${schema}".jobs SET (fillfactor = ${Number(process.env.FILLFACTOR)})`);
+  await admin.end();
+}
 const job: NewJob = { queue: "q", name: "noop", payload: {}, priority: 0, maxAttempts: 3 };
 for (let i = 0; i < N; i += 5000)
   await store.insertJobs(Array.from({ length: Math.min(5000, N - i) }, () => job));
