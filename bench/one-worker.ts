@@ -13,6 +13,9 @@
  * runUntilSignal (src/worker/crash.ts); without it, as `errand.work()` alone.
  * BENCH_PROFILE=FILE.cpuprofile profiles the timed phase only (no module loading, no enqueue):
  * summarise it with `node --import tsx bench/profile-summary.ts FILE.cpuprofile`.
+ * BENCH_HEAP_PROFILE=FILE.heapprofile samples what the timed phase allocates (collected objects
+ * included, one sample per 32 KB): open it in Chrome DevTools' Memory tab, or sum it by function
+ * with `node --import tsx bench/heap-summary.ts FILE.heapprofile`.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -57,11 +60,20 @@ const sampler = setInterval(() => {
   peak = Math.max(peak, process.memoryUsage.rss());
 }, 50);
 const profileTo = process.env.BENCH_PROFILE;
-const session = profileTo ? new Session() : undefined;
-if (session) {
-  session.connect();
+const heapTo = process.env.BENCH_HEAP_PROFILE;
+const session = profileTo || heapTo ? new Session() : undefined;
+if (session) session.connect();
+if (session && profileTo) {
   await session.post("Profiler.enable");
   await session.post("Profiler.start");
+}
+if (session && heapTo) {
+  await session.post("HeapProfiler.enable");
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 32 * 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as never);
 }
 // Young-generation collections in the timed phase: how much the worker allocates, whatever the load.
 let scavenges = 0;
@@ -91,8 +103,12 @@ gcs.disconnect();
 if (session && profileTo) {
   const { profile } = await session.post("Profiler.stop");
   writeFileSync(profileTo, JSON.stringify(profile));
-  session.disconnect();
 }
+if (session && heapTo) {
+  const { profile } = await session.post("HeapProfiler.stopSampling");
+  writeFileSync(heapTo, JSON.stringify(profile));
+}
+session?.disconnect();
 const completed = (await errand.stats()).find((q) => q.queue === "q")?.completed;
 if (completed !== N) throw new Error(`expected ${N} completed jobs, the store says ${completed}`);
 clearInterval(sampler);
