@@ -71,6 +71,28 @@ eachStore((it) => {
   });
 
   it.withClock(
+    "two processes with different rate windows: the short one's claims do not erase the long one's window",
+    async (store, clock) => {
+      await insert(store, 20, "a");
+      await insert(store, 20, "b");
+      const long = { keyRate: { limit: 2, perMs: 60_000 } }; // the new deploy: 2 a minute per key
+      const short = { keyRate: { limit: 2, perMs: 1_000 } }; // the old one: 2 a second per key
+      const first = await claim(store, long);
+      assert.equal(first.jobs.length, 4, "two of each key");
+      clock.advance(2_000);
+      // The old process claims one job: its window is 1 s, so it may...
+      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      clock.advance(2_000);
+      // ...but the new one's window still holds its own two claims of each key (and the old one's).
+      const again = await claim(store, long);
+      assert.equal(again.jobs.length, 0, `the 1 min window is full, yet ${again.jobs.length} claimed`);
+      assert.ok(again.retryInMs !== null && again.retryInMs > 50_000, `retry in ${again.retryInMs} ms`);
+      clock.advance(60_000);
+      assert.equal((await claim(store, long)).jobs.length, 4, "a minute on, the window has room again");
+    },
+  );
+
+  it.withClock(
     "a paused queue holds a job whose run time passed a year ago; resume lets it run",
     async (store, clock) => {
       await store.pauseQueue("q");
