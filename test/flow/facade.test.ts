@@ -159,7 +159,10 @@ for (const target of targets.filter((t) => t.name !== "postgres")) {
         assert.equal(peak, 3, "the global limit is reached, never passed");
         assert.equal(tenantPeak, 1, "one job per tenant at a time");
         assert.ok(throttled.length > 0, "throttled claims are reported");
-        assert.match(await metrics.scrape(), /errand_flow_throttled_claims_total\{queue="limited"\} [1-9]/);
+        const scraped = await metrics.scrape();
+        assert.match(scraped, /errand_flow_throttled_claims_total\{queue="limited"\} [1-9]/);
+        const heldTotal = throttled.reduce((a, b) => a + b, 0);
+        assert.match(scraped, new RegExp(`errand_flow_held_jobs_total\\{queue="limited"\\} ${heldTotal}\n`));
       } finally {
         await cleanup();
       }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { retryAfterOf429 } from "../../src/errors.js";
+import { errandMetrics } from "../../src/http/metrics.js";
 import { defineJob } from "../../src/index.js";
 import { MAX_DELAY_MS } from "../../src/instant.js";
 import { targets, withErrand } from "../helpers/targets.js";
@@ -77,6 +78,7 @@ for (const target of targets) {
                 })
               ).id,
             );
+          const metrics = errandMetrics(errand);
           const before = (await errand.store.now()).getTime();
           const ran = await errand.processJobs({ limit: cases.length });
           const after = (await errand.store.now()).getTime();
@@ -99,6 +101,12 @@ for (const target of targets) {
             const pauses = typeof c.expect === "number" && c.header !== undefined;
             assert.equal(paused !== undefined, pauses, `${c.what}: key paused? ${paused?.message}`);
           }
+          // Each usable Retry-After paused one budget (the past date's for 0 ms); /metrics counts them.
+          const paused = cases.filter((c) => c.header && typeof c.expect !== "string").length + 1;
+          assert.match(
+            await metrics.scrape(),
+            new RegExp(`errand_flow_pauses_total\\{queue="api"\\} ${paused}\n`),
+          );
         },
         { jobs: [api] },
       ));
