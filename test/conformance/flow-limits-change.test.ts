@@ -93,6 +93,26 @@ eachStore((it) => {
   );
 
   it.withClock(
+    "the longer window is kept while its claimer claims, and lapses three of its windows after",
+    async (store, clock) => {
+      await insert(store, 20, "a");
+      const long = { keyRate: { limit: 100, perMs: 60_000 } };
+      const short = { keyRate: { limit: 100, perMs: 1_000 } };
+      const kept = async () =>
+        ((await store.flowStatus({ queue: "q", windowMs: 60_000 })).claims.get("a") ?? []).length;
+      assert.equal((await claim(store, long, 1)).jobs.length, 1); // records a 1 min window
+      clock.advance(100_000);
+      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      clock.advance(10_000);
+      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal(await kept(), 2, "the short claimer keeps a minute of claims while the record holds");
+      clock.advance(80_000); // 190 s after the long claim: its record (3 windows) has lapsed
+      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal(await kept(), 1, "now the log keeps the short window only");
+    },
+  );
+
+  it.withClock(
     "a paused queue holds a job whose run time passed a year ago; resume lets it run",
     async (store, clock) => {
       await store.pauseQueue("q");
