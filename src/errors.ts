@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from "./duration.js";
 import { ErrandError } from "./errand-error.js";
-import { checkDelay } from "./instant.js";
+import { checkDelay, MAX_DELAY_MS } from "./instant.js";
 
 export { ErrandError, ValidationError } from "./errand-error.js";
 
@@ -74,8 +74,12 @@ function httpStatus(err: unknown): number | undefined {
 
 /**
  * The Retry-After of an HTTP 429 error, in ms, when the error carries its response headers
- * (fetch's Headers, or a plain object as axios and got give): seconds, or an HTTP date.
- * Undefined for anything else; never throws.
+ * (fetch's Headers, or a plain object as axios and got give): seconds, or an HTTP date (RFC 9110:
+ * each of its three forms starts with a day name). Undefined for anything else — and for a
+ * delay over 100 years (MAX_DELAY_MS), which no retry can wait: a broken upstream's `2^32 - 1`
+ * used to make the retry's run time one no store holds ("interval out of range" on PostgreSQL,
+ * an invalid date elsewhere), failing the job, and Date.parse read "-5" or "5, 6" as dates in
+ * 2001, retrying at once. Never throws.
  */
 export function retryAfterOf429(err: unknown): number | undefined {
   try {
@@ -84,12 +88,22 @@ export function retryAfterOf429(err: unknown): number | undefined {
     const value = headerValue(e.headers ?? e.response?.headers, "retry-after");
     if (value === undefined) return undefined;
     const text = value.trim();
-    if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
-    const at = Date.parse(text);
-    return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+    let ms: number;
+    if (/^\d+(\.\d+)?$/.test(text)) ms = Math.round(Number(text) * 1000);
+    else if (HTTP_DATE.test(text)) ms = Math.max(0, Date.parse(text) - Date.now());
+    else return undefined;
+    return usableDelay(ms);
   } catch {
     return undefined;
   }
+}
+
+/** The start of an HTTP date: IMF-fixdate and asctime ("Sun, 06 Nov…", "Sun Nov  6…"), RFC 850 ("Sunday, 06-Nov-94…"). */
+const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s/i;
+
+/** A delay a retry can wait (0 to 100 years), or undefined: NaN, negative, Infinity and longer ones are none. */
+export function usableDelay(ms: unknown): number | undefined {
+  return typeof ms === "number" && ms >= 0 && ms <= MAX_DELAY_MS ? ms : undefined;
 }
 
 function headerValue(headers: unknown, name: string): string | undefined {

@@ -36,7 +36,7 @@ const MAX_PERIOD_MS = 86_400_000;
 function positiveInteger(value: unknown, what: string): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
     throw new ValidationError(
-      `${what} must be a positive integer (1 to ${MAX_LIMIT}); got ${JSON.stringify(value) ?? String(value)}`,
+      `${what} must be a positive integer (1 to ${MAX_LIMIT}); got ${typeof value === "number" ? String(value) : (JSON.stringify(value) ?? String(value))}`,
     );
   }
   return value;

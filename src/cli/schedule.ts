@@ -153,9 +153,15 @@ function registerPauseAndRun(schedule: Command): void {
       .option("--json", "print the schedule as JSON")
       .action(async (name: string, opts: { json?: boolean }, cmd: Command) => {
         await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
+          // Read first only to say what changed, as `queue resume` says "was not paused".
+          const was = (await errand.listSchedules()).find((s) => s.name === name)?.pausedAt ?? null;
           const row = await errand.setSchedulePaused(name, paused);
           if (opts.json) printJson(row);
-          else print(`schedule "${name}" ${paused ? "paused" : "resumed"}`);
+          else if (paused)
+            print(
+              `schedule "${name}" ${was ? "was already paused" : "paused"} (since ${isoSeconds(row.pausedAt)})`,
+            );
+          else print(was ? `schedule "${name}" resumed` : `schedule "${name}" was not paused`);
         });
       });
   }

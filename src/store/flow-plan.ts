@@ -81,6 +81,38 @@ export function rateWindowMs(flow: FlowLimits): number {
   return Math.max(flow.rate?.perMs ?? 0, flow.keyRate?.perMs ?? 0);
 }
 
+/**
+ * How long a queue's claim log is kept, and what to record of it. Every claimer reads the log
+ * over its own rate window, but claimers of one queue may use different windows: during a rolling
+ * deploy that changes `per`, old and new processes claim side by side (work() can refuse only the
+ * definitions of its own process). Each claim forgot the claims older than its own window, so a
+ * process with a 1 s window erased the claims a 1 min window still counted, and the 1 min
+ * process claimed its limit again within the minute (test/conformance/flow-limits-change.test.ts:
+ * 2 a minute per key let 5 through in 4 s, on every store). So the queue records the longest
+ * window in use (`keepMs`) until `keepUntil`, and no claim forgets a claim inside it. A claimer
+ * with that window renews the record once per window (`keepUntil` is 3 windows ahead, renewed
+ * when less than 2 are left), so a claim log read every window costs one write a window; when
+ * the long-window processes are gone, the record lapses after at most 3 of their windows and the
+ * log shrinks to the windows left.
+ */
+export interface KeptWindow {
+  keepMs: number;
+  keepUntil: number;
+}
+
+/** The log's retention for a claim with rate window `windowMs` (> 0) at `now`, and the record to write (or null). */
+export function claimLogRetention(
+  windowMs: number,
+  kept: KeptWindow | null,
+  now: number,
+): { retainMs: number; write: KeptWindow | null } {
+  const live = kept !== null && kept.keepUntil > now;
+  const retainMs = live ? Math.max(windowMs, kept.keepMs) : windowMs;
+  const renew =
+    !live || windowMs > kept.keepMs || (windowMs === kept.keepMs && kept.keepUntil - now < 2 * windowMs);
+  return { retainMs, write: renew ? { keepMs: windowMs, keepUntil: now + 3 * windowMs } : null };
+}
+
 /** The keys in rotation order: those after `cursor` first, then from the start. */
 export function rotation(keys: Iterable<string>, cursor: string | null): string[] {
   const sorted = [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -5,6 +5,7 @@ import {
   JobTimeoutError,
   retryAfterOf429,
   toError,
+  usableDelay,
   ValidationError,
 } from "../errors.js";
 import type { AnyJobDefinition } from "../job.js";
@@ -162,8 +163,9 @@ function classifyFailure(
   const hints = kind === "retryable" ? (thrown as { retryAfterMs?: unknown; rateLimited?: unknown }) : {};
   // An HTTP 429 carrying Retry-After waits that long (and pauses its flow budget, below).
   const http429 = kind === "retryable" ? retryAfterOf429(thrown) : undefined;
-  const retryAfter =
-    kind === "retryable" && typeof hints.retryAfterMs === "number" ? hints.retryAfterMs : http429;
+  // A retryAfterMs no delay can be (NaN, negative, past 100 years: a hand-made error, not a
+  // RetryableError, whose constructor checks it) is ignored like an unreadable Retry-After.
+  const retryAfter = (kind === "retryable" ? usableDelay(hints.retryAfterMs) : undefined) ?? http429;
   if (kind === "retryable" && hints.rateLimited === true) {
     const delayMs = retryAfter ?? def.backoff(claimed.attempt);
     log.info({ delayMs, err: error.message }, "rate limited: snoozed without spending an attempt");

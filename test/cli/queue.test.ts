@@ -72,7 +72,11 @@ test("pause, resume and run a schedule", async () => {
     assert.equal(add.code, 0, add.stderr);
     const paused = await run(["schedule", "pause", "hello", ...url]);
     assert.equal(paused.code, 0, paused.stderr);
-    assert.match(paused.stdout, /schedule "hello" paused/);
+    assert.match(paused.stdout, /^schedule "hello" paused \(since \S+\)$/m);
+    const again = await run(["schedule", "pause", "hello", ...url]);
+    assert.equal(again.code, 0, again.stderr);
+    const since = /since (\S+)\)/.exec(paused.stdout)?.[1];
+    assert.equal(again.stdout.trim(), `schedule "hello" was already paused (since ${since})`);
     assert.match((await run(["schedule", "list", ...url])).stdout, /PAUSED[\s\S]*since \S+/);
     const before = (await errand.listSchedules())[0].nextRunAt.getTime();
 
@@ -86,6 +90,10 @@ test("pause, resume and run a schedule", async () => {
     const resumed = await run(["schedule", "resume", "hello", ...url]);
     assert.match(resumed.stdout, /schedule "hello" resumed/);
     assert.equal((await errand.listSchedules())[0].pausedAt, null);
+    const notPaused = await run(["schedule", "resume", "hello", ...url]);
+    assert.equal(notPaused.code, 0, notPaused.stderr);
+    assert.equal(notPaused.stdout.trim(), 'schedule "hello" was not paused');
+    assert.equal((await errand.listSchedules())[0].nextRunAt.getTime(), before, "its next slot stays");
   } finally {
     await errand.close();
   }

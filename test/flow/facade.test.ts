@@ -33,6 +33,20 @@ describe("defineJob refuses bad flow options with a ValidationError naming them"
       /concurrency.limit must be a positive integer/,
     ],
     ["rate limit 0", { rateLimit: { limit: 0, per: "1s" } }, /rateLimit.limit must be a positive integer/],
+    ["rate limit fraction", { rateLimit: { limit: 2.5, per: "1s" } }, /rateLimit.limit .*; got 2\.5$/],
+    ["rate limit negative", { rateLimit: { limit: -3, per: "1s" } }, /rateLimit.limit .*; got -3$/],
+    // JSON.stringify writes NaN and Infinity as null: the message must name the value given.
+    ["rate limit NaN", { rateLimit: { limit: Number.NaN, per: "1s" } }, /rateLimit.limit .*; got NaN$/],
+    ["concurrency Infinity", { globalConcurrency: Infinity }, /globalConcurrency .*; got Infinity$/],
+    ["concurrency 10 million", { globalConcurrency: 1e7 }, /\(1 to 1000000\); got 10000000$/],
+    ["a fortnight", { rateLimit: { limit: 5, per: "1 fortnight" } }, /rateLimit.per .*; got "1 fortnight"$/],
+    ["negative period", { rateLimit: { limit: 5, per: -1000 } }, /rateLimit.per must be a non-negative/],
+    [
+      "period over a day",
+      { rateLimit: { limit: 5, per: "2d" } },
+      /rateLimit.per must be from 1ms to 1d; got "2d"/,
+    ],
+    ["no period", { rateLimit: { limit: 5 } }, /rateLimit.per must be/],
     ["bad duration", { rateLimit: { limit: 5, per: "soon" } }, /rateLimit.per must be/],
     ["zero period", { rateLimit: { limit: 5, per: 0 } }, /rateLimit.per must be from 1ms to 1d/],
     [
@@ -145,7 +159,10 @@ for (const target of targets.filter((t) => t.name !== "postgres")) {
         assert.equal(peak, 3, "the global limit is reached, never passed");
         assert.equal(tenantPeak, 1, "one job per tenant at a time");
         assert.ok(throttled.length > 0, "throttled claims are reported");
-        assert.match(await metrics.scrape(), /errand_flow_throttled_claims_total\{queue="limited"\} [1-9]/);
+        const scraped = await metrics.scrape();
+        assert.match(scraped, /errand_flow_throttled_claims_total\{queue="limited"\} [1-9]/);
+        const heldTotal = throttled.reduce((a, b) => a + b, 0);
+        assert.match(scraped, new RegExp(`errand_flow_held_jobs_total\\{queue="limited"\\} ${heldTotal}\n`));
       } finally {
         await cleanup();
       }

@@ -58,6 +58,7 @@ test("migrate is idempotent and records each version once", async (t) => {
     "errand_flow_claims",
     "errand_flow_cursors",
     "errand_flow_pauses",
+    "errand_flow_windows",
     "errand_job_dependencies",
     "errand_jobs",
     "errand_ledger",

@@ -3,7 +3,15 @@
  * claim log of the rate windows, the paused budgets and each queue's rotation cursor. One
  * thread, so a claim is atomic by construction.
  */
-import { type ClaimBatch, type FlowState, NO_KEY, planFlowClaim, rateWindowMs } from "../flow-plan.js";
+import {
+  type ClaimBatch,
+  claimLogRetention,
+  type FlowState,
+  type KeptWindow,
+  NO_KEY,
+  planFlowClaim,
+  rateWindowMs,
+} from "../flow-plan.js";
 import type { ClaimedJob, FlowClaim, FlowLimits, FlowStatus } from "../types.js";
 
 /** What flow control reads of a job row. */
@@ -28,6 +36,8 @@ export class MemoryFlow {
   private readonly claims = new Map<string, Map<string, ClaimBatch[]>>();
   private readonly pauses = new Map<string, Map<string, number>>();
   private readonly cursors = new Map<string, string>();
+  /** The longest rate window in use, by queue (claimLogRetention). */
+  private readonly kept = new Map<string, KeptWindow>();
 
   claim<R extends FlowRow>(
     req: { queue: string; limit: number; flow: FlowLimits },
@@ -50,15 +60,25 @@ export class MemoryFlow {
     for (const list of due.values()) list.sort(claimOrder);
     const windowMs = rateWindowMs(flow);
     const log = this.claims.get(queue) ?? new Map<string, ClaimBatch[]>();
+    if (windowMs > 0) {
+      const { retainMs, write } = claimLogRetention(windowMs, this.kept.get(queue) ?? null, now);
+      if (write) this.kept.set(queue, write);
+      for (const [key, batches] of log) {
+        const kept = batches.filter((b) => b.at > now - retainMs);
+        if (kept.length > 0) log.set(key, kept);
+        else log.delete(key);
+      }
+    }
+    // The plan reads this claimer's window only, as the SQL stores read it.
+    const inWindow = new Map<string, ClaimBatch[]>();
     for (const [key, batches] of log) {
-      const kept = batches.filter((b) => b.at > now - windowMs);
-      if (kept.length > 0) log.set(key, kept);
-      else log.delete(key);
+      const recent = batches.filter((b) => b.at > now - windowMs);
+      if (recent.length > 0) inWindow.set(key, recent);
     }
     const state: FlowState = {
       now,
       running,
-      claims: log,
+      claims: inWindow,
       pausedUntil: this.pauses.get(queue) ?? new Map(),
       cursor: this.cursors.get(queue) ?? null,
     };

@@ -177,4 +177,19 @@ CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
     // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
     sql: FLOW_CLAIM_DEFINITION,
   },
+  {
+    version: 13,
+    name: "flow_claim: the claim log kept for the longest rate window in use",
+    // One row per rate-limited queue: the longest rate window a claim of it used lately, which
+    // every claim keeps the log for (store/flow-plan.ts claimLogRetention says why), and the
+    // function's newest text that reads and renews it. Not breaking: an older errand's function
+    // is replaced; an older errand claiming meanwhile forgets by its own window, as before.
+    sql: `
+CREATE TABLE IF NOT EXISTS {{schema}}.flow_windows (
+  queue      text PRIMARY KEY,
+  keep_ms    float8      NOT NULL,
+  keep_until timestamptz NOT NULL
+);
+${FLOW_CLAIM_DEFINITION}`,
+  },
 ];

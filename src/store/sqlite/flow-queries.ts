@@ -75,6 +75,12 @@ SELECT id, priority, run_at FROM (
 /** The claim log within a window: one row per key per claim, `n` the jobs it took. */
 export const FLOW_CLAIMS = "SELECT key, at, n FROM errand_flow_claims WHERE queue = @queue AND at > @since";
 export const FLOW_FORGET_CLAIMS = "DELETE FROM errand_flow_claims WHERE queue = @queue AND at <= @since";
+/** The longest rate window in use for a queue (store/flow-plan.ts claimLogRetention). */
+export const FLOW_KEPT_WINDOW =
+  "SELECT keep_ms AS keepMs, keep_until AS keepUntil FROM errand_flow_windows WHERE queue = @queue";
+export const FLOW_KEEP_WINDOW = `
+INSERT INTO errand_flow_windows (queue, keep_ms, keep_until) VALUES (@queue, @keepMs, @keepUntil)
+ON CONFLICT (queue) DO UPDATE SET keep_ms = excluded.keep_ms, keep_until = excluded.keep_until`;
 export const FLOW_RECORD_CLAIM =
   "INSERT INTO errand_flow_claims (queue, key, at, n) VALUES (@queue, @key, @now, @n)";
 export const FLOW_PAUSES = "SELECT key, until FROM errand_flow_pauses WHERE queue = @queue AND until > @now";

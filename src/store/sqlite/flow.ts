@@ -6,9 +6,11 @@
 import type Database from "better-sqlite3";
 import {
   type ClaimBatch,
+  claimLogRetention,
   type DueJob,
   dueOrder,
   type FlowState,
+  type KeptWindow,
   keyRoom,
   keysToVisit,
   NO_KEY,
@@ -41,7 +43,12 @@ function claimIn(c: Connection, req: FlowClaimRequest): FlowClaim {
   if (isQueuePaused(c, queue)) return { jobs: [], held: 0, retryInMs: null }; // as claimJobs
   const now = c.now();
   const windowMs = rateWindowMs(flow);
-  if (windowMs > 0) c.q(Q.FLOW_FORGET_CLAIMS).run({ queue, since: now - windowMs });
+  if (windowMs > 0) {
+    const kept = (c.q(Q.FLOW_KEPT_WINDOW).get({ queue }) as KeptWindow | undefined) ?? null;
+    const { retainMs, write } = claimLogRetention(windowMs, kept, now);
+    if (write) c.q(Q.FLOW_KEEP_WINDOW).run({ queue, ...write });
+    c.q(Q.FLOW_FORGET_CLAIMS).run({ queue, since: now - retainMs });
+  }
   const running = readRunningFor(c, queue, flow, req.limit);
   const claims = windowMs > 0 ? readClaims(c, queue, now - windowMs) : new Map<string, ClaimBatch[]>();
   const pausedUntil = readPauses(c, queue, now);

@@ -284,6 +284,20 @@ END;
 ALTER TABLE errand_flow_claims ADD COLUMN n INTEGER NOT NULL DEFAULT 1;
 `,
   },
+  {
+    version: 11,
+    name: "flow control: the claim log kept for the longest rate window in use",
+    // One row per rate-limited queue: the longest rate window a claim of it used lately, which
+    // every claim keeps the log for (store/flow-plan.ts claimLogRetention says why). Not
+    // breaking: an older errand forgets by its own window, as before.
+    sql: `
+CREATE TABLE errand_flow_windows (
+  queue      TEXT PRIMARY KEY,
+  keep_ms    REAL    NOT NULL,
+  keep_until INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 const NARROW_STATES = "CHECK (state IN ('pending', 'running', 'completed', 'failed', 'cancelled'))";

@@ -1,13 +1,14 @@
 /**
  * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
- * (with the tables it uses) and replaced whole by migrations 11 and 12 (migrations-6-to-12.ts).
+ * (with the tables it uses) and replaced whole by migrations 11, 12 and 13 (migrations-6-to-12.ts).
  *
  * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
  * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a
  * database that never had it. Every database ends with the same function, whichever version it
  * started from; a change to the text below therefore needs a new migration that installs it
- * again (or databases past migration 12 keep the old one). It may use only what migration 10
- * has created.
+ * again (or databases past migration 13 keep the old one). It may use what migration 10 has
+ * created and flow_windows (migration 13): PL/pgSQL resolves a table when a statement first
+ * runs, not when the function is created, and no claim runs between migrations 10 and 13.
  *
  * Why a function. The claim must read the queue's state (running jobs, the claim log, paused
  * budgets) after taking the queue's advisory lock, or two claimers could both see a free slot.
@@ -134,6 +135,10 @@ DECLARE
   -- (each costs a heap fetch, and a keyed backlog has none to find).
   v_unkeyed_window int := CASE WHEN p_key_limit IS NULL AND p_key_rate IS NULL THEN greatest(p_limit, 100) ELSE 100 END;
   v_retry float8;
+  -- How long the claim log is kept: the longest rate window in use (flow_windows), at least ours.
+  v_keep float8 := v_window;
+  v_keep_ms float8;
+  v_keep_until timestamptz;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
   v_now := coalesce(p_now, clock_timestamp());
@@ -160,6 +165,21 @@ BEGIN
   SELECT coalesce(jsonb_object_agg(p.key, ${epochMs("p.paused_until")}), '{}') INTO v_pauses
   FROM {{schema}}.flow_pauses p WHERE p.queue = p_queue AND p.paused_until > v_now;
   SELECT c.cursor INTO v_cursor FROM {{schema}}.flow_cursors c WHERE c.queue = p_queue;
+  -- store/flow-plan.ts claimLogRetention, in SQL: keep the log for the longest window in use;
+  -- record ours when it is that window (renewed once a window) or the record has lapsed.
+  IF v_window > 0 THEN
+    SELECT w.keep_ms, w.keep_until INTO v_keep_ms, v_keep_until
+    FROM {{schema}}.flow_windows w WHERE w.queue = p_queue;
+    IF v_keep_until > v_now THEN
+      v_keep := greatest(v_window, v_keep_ms);
+    END IF;
+    IF v_keep_until IS NULL OR v_keep_until <= v_now OR v_window > v_keep_ms
+       OR (v_window = v_keep_ms AND v_keep_until - v_now < 2 * v_window * interval '1 millisecond') THEN
+      INSERT INTO {{schema}}.flow_windows (queue, keep_ms, keep_until)
+      VALUES (p_queue, v_window, v_now + 3 * v_window * interval '1 millisecond')
+      ON CONFLICT (queue) DO UPDATE SET keep_ms = EXCLUDED.keep_ms, keep_until = EXCLUDED.keep_until;
+    END IF;
+  END IF;
   IF p_key_rate IS NOT NULL THEN
     SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}') INTO v_key_claims FROM (
       SELECT c.key, sum(c.n)::int AS n FROM {{schema}}.flow_claims c
@@ -283,7 +303,7 @@ BEGIN
   ),
   forgotten AS (
     DELETE FROM {{schema}}.flow_claims c
-    WHERE v_window > 0 AND c.queue = p_queue AND c.at <= v_now - v_window * interval '1 millisecond'
+    WHERE v_window > 0 AND c.queue = p_queue AND c.at <= v_now - v_keep * interval '1 millisecond'
   ),
   moved AS (
     INSERT INTO {{schema}}.flow_cursors (queue, cursor)

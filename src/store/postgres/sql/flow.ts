@@ -30,10 +30,14 @@ SELECT 'p', key, ${epochMs("paused_until")} FROM {{schema}}.flow_pauses WHERE qu
  * $7 per-key concurrency, $8/$9 the queue's rate (limit, ms), $10/$11 the per-key rate; NULL
  * where the queue has no such limit. Its "now" is NULL in production — the function reads the
  * clock after the lock — and a test clock's time under one (NOW is then not statement_timestamp()).
+ * The second clock is spelled "statement_timestamp"(), the same function: a test clock replaces
+ * the text of NOW wherever it occurs (db.ts withTestClock), and replaced on both sides the nullif
+ * was NULL under a test clock too, so the function read the real clock — a conformance test that
+ * moved a test clock past a rate window found the window still full on PostgreSQL alone.
  */
 export const FLOW_CLAIM = `
 SELECT * FROM {{schema}}.flow_claim($1, $2, $3, $4, $5::float8, $6, $7, $8, $9::float8, $10, $11::float8,
-                                    nullif(${NOW}, statement_timestamp()))`;
+                                    nullif(${NOW}, "statement_timestamp"()))`;
 
 /** Pauses budget ($1 queue, $2 key, '' = the whole queue) for $3 ms; never shortens a longer pause. */
 export const FLOW_PAUSE = `
