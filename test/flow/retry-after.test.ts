@@ -12,7 +12,7 @@ import { describe, test } from "node:test";
 import { z } from "zod";
 import { retryAfterOf429 } from "../../src/errors.js";
 import { errandMetrics } from "../../src/http/metrics.js";
-import { defineJob } from "../../src/index.js";
+import { defineJob, RetryableError } from "../../src/index.js";
 import { MAX_DELAY_MS } from "../../src/instant.js";
 import { targets, withErrand } from "../helpers/targets.js";
 
@@ -109,6 +109,50 @@ for (const target of targets) {
           );
         },
         { jobs: [api] },
+      ));
+  });
+}
+
+/**
+ * A rate-limited answer spends no attempt, so one that said "wait 0" (retryAfter 0, or a 429's
+ * Retry-After naming a past date) re-ran the job at once, for ever: 393 runs in 2 s on SQLite.
+ * It now waits the job's backoff, as an answer without a wait does.
+ */
+const limited = defineJob({
+  name: "limited",
+  queue: "limited",
+  schema: z.object({ tenant: z.string(), wait: z.enum(["zero", "past-date"]) }),
+  backoff: ["3h"],
+  concurrency: { key: (p) => p.tenant, limit: 5 },
+  run(p) {
+    if (p.wait === "zero") throw new RetryableError("rate limited", { rateLimited: true, retryAfter: 0 });
+    throw Object.assign(new RetryableError("429 Too Many Requests", { rateLimited: true }), {
+      status: 429,
+      headers: { "retry-after": new Date(Date.now() - HOUR).toUTCString() },
+    });
+  },
+});
+
+for (const target of targets) {
+  describe(`a rate-limited answer that says to wait 0: ${target.name}`, { skip: target.skip || undefined }, () => {
+    test("waits the job's backoff (it spends no attempt) instead of re-running at once", () =>
+      withErrand(
+        target,
+        async (errand) => {
+          const zero = await errand.enqueue(limited, { tenant: "a", wait: "zero" });
+          const past = await errand.enqueue(limited, { tenant: "b", wait: "past-date" });
+          const before = (await errand.store.now()).getTime();
+          const ran = await errand.processJobs({ limit: 10 });
+          assert.equal(ran.claimed, 2, `each job ran once, not again at once: ${JSON.stringify(ran)}`);
+          for (const id of [zero.id, past.id]) {
+            const job = await errand.getJob(id);
+            assert.equal(job?.state, "pending");
+            assert.equal(job?.attempt, 0, "a rate-limited answer spends no attempt");
+            const delay = (job?.runAt.getTime() as number) - before;
+            assert.ok(delay >= 3 * HOUR - 1000, `snoozed ${delay} ms, not the 3 h backoff`);
+          }
+        },
+        { jobs: [limited] },
       ));
   });
 }
