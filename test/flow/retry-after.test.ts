@@ -134,7 +134,9 @@ const limited = defineJob({
 });
 
 for (const target of targets) {
-  describe(`a rate-limited answer that says to wait 0: ${target.name}`, { skip: target.skip || undefined }, () => {
+  describe(`a rate-limited answer that says to wait 0: ${target.name}`, {
+    skip: target.skip || undefined,
+  }, () => {
     test("waits the job's backoff (it spends no attempt) instead of re-running at once", () =>
       withErrand(
         target,
