@@ -119,12 +119,19 @@ for (const target of targets) {
       const { errand, cleanup } = await target.openErrand({ jobs: [api] });
       try {
         const paused = new Promise<void>((resolve) => errand.once("flowPaused", () => resolve()));
-        await errand.enqueue(api, { tenant: "t", n: 1 });
+        const first = await errand.enqueue(api, { tenant: "t", n: 1 });
         // The poll is far beyond the wait below: only the wake-up of resumeFlow can start job 2 in time.
         const worker = errand.work({ api: { concurrency: 2 } }, { pollInterval: 600_000 });
         try {
           await paused;
+          // Job 1's outcome written (snoozed ten years, not due): the worker has no write left
+          // to wake it, so once a claim held job 2 back it sleeps until a wake-up (or its poll,
+          // ten minutes away). Without this wait a claim after job 1's write took job 2 whether
+          // or not resumeFlow woke anyone (seen on memory and SQLite).
+          await waitFor(async () => (await errand.getJob(first.id))?.state === "pending", "job 1 snoozed");
+          const throttled = new Promise<void>((resolve) => errand.once("throttled", () => resolve()));
           const second = await errand.enqueue(api, { tenant: "t", n: 2 });
+          await throttled;
           const reason = await waitFor(() => flowPaused(errand, second.id), "job 2 held by the pause");
           assert.ok(reason.until.getTime() > Date.now() + 9 * YEAR, "paused for the ten years asked");
           assert.deepEqual(ran, []);
