@@ -103,7 +103,7 @@ handler was rate-limited (RetryableError rateLimited, a 429's Retry-After), for 
     .argument("<queue>", "queue name")
     .option("--key <key>", "only this flow key's pause")
     .option("--queue-budget", "only the pause of the queue-wide budget")
-    .option("--json", "print { queue, key, lifted } as JSON")
+    .option("--json", "print { queue, key, all, lifted } as JSON")
     .action(
       async (name: string, opts: { key?: string; queueBudget?: boolean; json?: boolean }, cmd: Command) => {
         queueName(name);
