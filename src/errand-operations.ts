@@ -13,7 +13,7 @@ import {
 } from "./bulk-actions.js";
 import type { ErrandEvents } from "./errand-types.js";
 import type { JobRecord } from "./job.js";
-import { pauseQueue, queueOverview, resumeQueue } from "./queue-pause.js";
+import { pauseQueue, queueOverview, type ResumeFlowOptions, resumeFlow, resumeQueue } from "./queue-pause.js";
 import type { ScheduleByHand, Scheduler } from "./schedule/scheduler.js";
 import type { FlowLimits, Store } from "./store/types.js";
 import { type WaitReason, whyWaiting } from "./waiting.js";
@@ -94,6 +94,15 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   /** Lifts a queue's pause; its workers claim at once. False when it was not paused. */
   resumeQueue(queue: string): Promise<boolean> {
     return resumeQueue(this.store, queue);
+  }
+
+  /**
+   * Lifts the adaptive flow control pauses (a 429's Retry-After) of a queue still in effect: every
+   * flow key's and the queue-wide one, or `{ key }` one key's, `{ key: null }` the queue-wide one.
+   * Its workers claim at once. Returns how many were in effect. (resumeQueue lifts pauseQueue.)
+   */
+  resumeFlow(queue: string, options?: ResumeFlowOptions): Promise<number> {
+    return resumeFlow(this.store, queue, options);
   }
 
   /** The paused queues, by name, each with the time it was paused. */

@@ -67,7 +67,7 @@ export { fromDrizzle } from "./orm/drizzle.js";
 export { fromKnex } from "./orm/knex.js";
 export { fromKysely } from "./orm/kysely.js";
 export { fromPrisma } from "./orm/prisma.js";
-export type { QueueOverview } from "./queue-pause.js";
+export type { QueueOverview, ResumeFlowOptions } from "./queue-pause.js";
 export type { FiredSlot, FireResult, ScheduleByHand, ScheduleOptions } from "./schedule/scheduler.js";
 export type { TickOptions, TickResult } from "./schedule/tick.js";
 export { runTick } from "./schedule/tick.js";

@@ -1,5 +1,10 @@
-/** Pausing and resuming a queue for every worker (the facade's pauseQueue/resumeQueue). */
+/**
+ * Pausing and resuming a queue for every worker (the facade's pauseQueue/resumeQueue), and lifting
+ * the flow budget pauses of adaptive flow control (resumeFlow).
+ */
+import { ValidationError } from "./errors.js";
 import { checkName } from "./job.js";
+import { MAX_KEY_LENGTH, storableString } from "./payload.js";
 import { emptyStats } from "./store/common.js";
 import type { QueuePause, QueueStats, Store } from "./store/types.js";
 import { LIVE_WORKER_MS } from "./waiting.js";
@@ -22,6 +27,39 @@ export async function pauseQueue(store: Store, queue: string): Promise<QueuePaus
 export async function resumeQueue(store: Store, queue: string): Promise<boolean> {
   checkName(queue, "queue");
   return store.resumeQueue(queue);
+}
+
+/** Which flow budget pauses `resumeFlow` lifts: absent `key`, all of the queue's; null, the queue-wide one. */
+export interface ResumeFlowOptions {
+  /** One flow key's budget (a string), the queue-wide budget (null), or every one (absent). */
+  key?: string | null;
+}
+
+/**
+ * Lifts the adaptive flow control pauses (a rate-limited answer's Retry-After) of `queue` that
+ * are still in effect, for every worker, and wakes its workers. Not the queue pause above: that
+ * one is lifted by resumeQueue. Returns how many pauses were in effect.
+ */
+export async function resumeFlow(
+  store: Store,
+  queue: string,
+  options: ResumeFlowOptions = {},
+): Promise<number> {
+  checkName(queue, "resumeFlow queue");
+  if (typeof options !== "object" || options === null || Array.isArray(options))
+    throw new ValidationError(
+      `resumeFlow options must be an object like { key }; got ${JSON.stringify(options)}`,
+    );
+  const { key } = options;
+  if (key !== undefined && key !== null) {
+    const bad = typeof key !== "string" || key.length === 0 || key.length > MAX_KEY_LENGTH;
+    if (bad)
+      throw new ValidationError(
+        `resumeFlow key must be a flow key (a non-empty string of at most ${MAX_KEY_LENGTH} characters) or null for the queue-wide budget; got ${typeof key === "string" ? `a string of ${key.length}` : (JSON.stringify(key) ?? typeof key)}`,
+      );
+    storableString(key, "resumeFlow key");
+  }
+  return store.resumeFlow(key === undefined ? { queue } : { queue, key });
 }
 
 /** A queue's counts with its pause and the live workers that serve it (the queue listing). */

@@ -2,6 +2,7 @@
  * `errand queue list | pause | resume`: the queues in the store and whether each is paused. A
  * pause holds for every worker on every host until it is resumed: no handler of the queue starts
  * after `pause` returns, running jobs finish, and `resume` lets the workers claim at once.
+ * `resume-limits` lifts the other kind of pause: a flow budget's, set by a rate-limited answer.
  */
 import type { Command } from "commander";
 import type { QueueOverview } from "../queue-pause.js";
@@ -32,7 +33,7 @@ function queueName(value: string): string {
 export function registerQueue(program: Command): void {
   const queue = program
     .command("queue")
-    .description("queues: list them, pause one for every worker, resume it")
+    .description("queues: list them, pause one for every worker, resume it, lift its rate-limit pauses")
     .addHelpText(
       "after",
       `
@@ -43,7 +44,13 @@ wakes the workers at once. Any queue name may be paused, even one that has no jo
 Examples:
   errand queue list
   errand queue pause emails
-  errand queue resume emails`,
+  errand queue resume emails
+  errand queue resume-limits crm                  # every rate-limit pause of the queue
+  errand queue resume-limits crm --key acme       # one flow key's
+  errand queue resume-limits crm --queue-budget   # the queue-wide budget's
+
+\`resume-limits\` is not \`resume\`: it lifts the pauses adaptive flow control set when a
+handler was rate-limited (RetryableError rateLimited, a 429's Retry-After), for every worker.`,
     );
 
   queue
@@ -87,4 +94,42 @@ Examples:
         else print(resumed ? `queue "${name}" resumed` : `queue "${name}" was not paused`);
       });
     });
+
+  queue
+    .command("resume-limits")
+    .description(
+      "lift the rate-limit pauses (a 429's Retry-After) of a queue's flow budgets; its workers claim at once",
+    )
+    .argument("<queue>", "queue name")
+    .option("--key <key>", "only this flow key's pause")
+    .option("--queue-budget", "only the pause of the queue-wide budget")
+    .option("--json", "print { queue, key, all, lifted } as JSON")
+    .action(
+      async (name: string, opts: { key?: string; queueBudget?: boolean; json?: boolean }, cmd: Command) => {
+        queueName(name);
+        if (opts.key !== undefined && opts.queueBudget)
+          throw new UsageError("--key and --queue-budget pick different pauses: give one of them");
+        if (opts.key === "") throw new UsageError("--key needs a flow key, not an empty string");
+        const key = opts.queueBudget ? null : opts.key;
+        await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {
+          const lifted = await errand.resumeFlow(name, key === undefined ? {} : { key });
+          if (opts.json) printJson({ queue: name, key: key ?? null, all: key === undefined, lifted });
+          else print(resumeLimitsLine(name, key, lifted));
+        });
+      },
+    );
+}
+
+function resumeLimitsLine(queue: string, key: string | null | undefined, lifted: number): string {
+  const which =
+    key === undefined
+      ? `of queue "${queue}"`
+      : key === null
+        ? `of queue "${queue}"'s queue-wide budget`
+        : `of flow key ${JSON.stringify(key)} in queue "${queue}"`;
+  if (lifted === 0) {
+    if (key === undefined) return `queue "${queue}" had no rate-limit pause in effect`;
+    return `no rate-limit pause in effect ${which}`;
+  }
+  return `lifted ${lifted} rate-limit pause${lifted === 1 ? "" : "s"} ${which}`;
 }

@@ -5,6 +5,7 @@
  *   POST /api/jobs/bulk   {action, queue?, search?, max?}   retry/discard failed or cancel pending
  *   GET  /api/dlq/groups?queue                 dead letters grouped by error message
  *   GET  /api/timings?window                   runtime and wait percentiles per queue
+ *   POST /api/queues/:queue/resume-limits {key?}  lift rate-limit (flow budget) pauses
  *
  * A bulk action runs in the store in batches of BULK_BATCH jobs per transaction, up to `max`
  * (the count the operator confirmed) or BULK_MAX.
@@ -89,4 +90,19 @@ export async function timings(_request: Request, ctx: RouteContext): Promise<Res
   if (windowMs < 1000 || windowMs > TIMINGS_MAX_WINDOW) throw bad("window must be from 1s to 7d");
   const queues = await ctx.errand.queueTimings(windowMs, TIMINGS_SAMPLE);
   return jsonResponse(200, { windowMs, sample: TIMINGS_SAMPLE, queues });
+}
+
+/**
+ * Lifts the flow budget pauses rate-limited answers set (errand.resumeFlow): no body or `{}`
+ * lifts every one of the queue, `{ key: "k" }` one key's, `{ key: null }` the queue-wide one.
+ */
+export async function resumeLimits(request: Request, ctx: RouteContext, [raw]: string[]): Promise<Response> {
+  query(ctx, []);
+  const queue = checkNameParam(raw, "queue") as string;
+  const body = await readJsonObject(request, true);
+  for (const field of Object.keys(body)) {
+    if (field !== "key") throw bad(`unknown field "${field}"; expected key`);
+  }
+  const lifted = await ctx.errand.resumeFlow(queue, "key" in body ? { key: body.key as string | null } : {});
+  return jsonResponse(200, { queue, key: body.key ?? null, all: !("key" in body), lifted });
 }

@@ -25,7 +25,7 @@ import { ValidationError } from "../errors.js";
 import { JOB_STATES, type JobRecord, type JobState, NAME_PATTERN } from "../job.js";
 import { emptyStats } from "../store/common.js";
 import type { QueueStats } from "../store/types.js";
-import { bulkJobs, countJobs, deadLetterGroups, timings } from "./api-operate.js";
+import { bulkJobs, countJobs, deadLetterGroups, resumeLimits, timings } from "./api-operate.js";
 import { bad, checkNameParam, durationParam, HttpError, query } from "./api-params.js";
 import { BodyError, readJsonObject } from "./body.js";
 import { guard, jsonResponse } from "./security.js";
@@ -63,6 +63,7 @@ const ENDPOINTS: Endpoint[] = [
   { method: "POST", pattern: /^\/api\/dlq\/discard$/, handler: (r, c) => bulk(r, c, "discard") },
   { method: "GET", pattern: /^\/api\/queues$/, handler: listQueues },
   { method: "POST", pattern: new RegExp(`^/api/queues/${ID}/(pause|resume)$`), handler: pauseQueue },
+  { method: "POST", pattern: new RegExp(`^/api/queues/${ID}/resume-limits$`), handler: resumeLimits },
   { method: "GET", pattern: /^\/api\/schedules$/, handler: listSchedules },
   {
     method: "POST",

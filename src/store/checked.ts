@@ -137,6 +137,12 @@ const CHECKS: {
     number(req.ms, "pauseFlow ms", 0);
     return [req];
   },
+  resumeFlow: (req) => {
+    object(req, "resumeFlow request");
+    string(req.queue, "resumeFlow queue");
+    if (req.key !== undefined && req.key !== null) string(req.key, "resumeFlow key");
+    return [req];
+  },
   extendLeases: (list, leaseMs) => [
     leases(list, "extendLeases leases"),
     number(leaseMs, "extendLeases leaseMs", 0, true),

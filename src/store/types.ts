@@ -146,6 +146,13 @@ export interface Store {
    * clock, for every worker: a 429's Retry-After. A pause never shortens a longer one.
    */
   pauseFlow(req: { queue: string; key: string | null; ms: number }): Promise<void>;
+  /**
+   * Lifts the flow budget pauses of `queue` still in effect (an operator's undo of an absurd
+   * Retry-After): every key's and the queue's own when `key` is undefined, the queue-wide budget
+   * when null, one key when a string. Returns how many were in effect; when any was, the
+   * queue's workers are woken and claim at once.
+   */
+  resumeFlow(req: { queue: string; key?: string | null }): Promise<number>;
   /** A queue's flow control state now (a read: no lock, no claim). */
   flowStatus(req: { queue: string; windowMs: number }): Promise<FlowStatus>;
   /** Extends the leases still held; reports lost leases and cancel requests. */

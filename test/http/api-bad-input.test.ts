@@ -64,6 +64,11 @@ describe("bad input answers 4xx JSON, never 500", () => {
     ["/api/stats", { method: "POST" }, 405, /GET/],
     ["/api/stats", { method: "DELETE" }, 405, /GET/],
     ["/api/unknown", {}, 404, /no API endpoint/],
+    ["/api/queues/a%20b/resume-limits", { method: "POST" }, 400, /queue/],
+    ["/api/queues/crm/resume-limits", postJson({ key: 7 }), 400, /resumeFlow key must be a flow key/],
+    ["/api/queues/crm/resume-limits", postJson({ key: "" }), 400, /resumeFlow key must be a flow key/],
+    ["/api/queues/crm/resume-limits", postJson({ keys: ["a"] }), 400, /unknown field "keys"; expected key/],
+    ["/api/queues/crm/resume-limits", {}, 405, /POST/],
   ];
   for (const [path, init, status, message] of cases) {
     test(`${init.method ?? "GET"} ${path.slice(0, 60)} ${init.body ? String(init.body).slice(0, 30) : ""} → ${status}`, async () => {

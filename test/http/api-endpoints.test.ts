@@ -1,7 +1,7 @@
 /**
  * The dashboard API's endpoints on a seeded store: stats, throughput, the job list (filters,
  * search, cursor pages), one job with its history and its flow, the job and dead-letter actions,
- * schedules and workers; and HEAD like GET without a body.
+ * lifting rate-limit pauses, schedules and workers; and HEAD like GET without a body.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -157,6 +157,28 @@ describe("API endpoints", () => {
     assert.deepEqual(discarded.body, { discarded: 1, id: b.id });
     assert.equal(await h.errand.getJob(b.id), null);
     assert.equal((await callJson(h.handler, `/api/jobs/${b.id}`)).status, 404);
+  });
+
+  test("POST /api/queues/:queue/resume-limits: one key, the queue-wide budget, or all", async () => {
+    const ms = 10 * 365 * 86_400_000;
+    for (const key of ["acme", "globex", null]) await h.errand.store.pauseFlow({ queue: "crm", key, ms });
+    const paused = async () =>
+      [...(await h.errand.store.flowStatus({ queue: "crm", windowMs: 0 })).pausedUntil.keys()].sort();
+    const lift = (body?: unknown) =>
+      callJson(
+        h.handler,
+        "/api/queues/crm/resume-limits",
+        body === undefined ? { method: "POST" } : postJson(body),
+      );
+    const one = await lift({ key: "acme" });
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.deepEqual(one.body, { queue: "crm", key: "acme", all: false, lifted: 1 });
+    assert.deepEqual(await paused(), ["", "globex"]);
+    assert.deepEqual((await lift({ key: null })).body, { queue: "crm", key: null, all: false, lifted: 1 });
+    assert.deepEqual(await paused(), ["globex"]);
+    assert.deepEqual((await lift()).body, { queue: "crm", key: null, all: true, lifted: 1 });
+    assert.deepEqual(await paused(), []);
+    assert.deepEqual((await lift({})).body, { queue: "crm", key: null, all: true, lifted: 0 });
   });
 
   test("POST /api/dlq/retry and /discard by ids and by queue", async () => {

@@ -3,7 +3,7 @@
  * and Debian's chromium package; skipped locally without it, a failure when CI=true): pause a
  * queue with its button and see no job start, see a job page say why it waits and the queue
  * flagged for having due jobs and no worker, resume and see the backlog drain; pause, resume
- * and run a schedule.
+ * and run a schedule; lift a flow key's rate-limit pause from the job it holds.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -26,6 +26,15 @@ const mail = defineJob({
   },
 });
 
+/** A rate-limited API per account: its budget is paused by hand below, as a 429 pauses it. */
+const crm = defineJob({
+  name: "crm-sync",
+  queue: "crm",
+  schema: z.object({ account: z.string() }),
+  rateLimit: { limit: 10, per: "1s", key: (p) => p.account },
+  async run() {},
+});
+
 describe("pausing from the dashboard in Chromium", { skip }, () => {
   let errand: Errand;
   let dashboard: SignedInDashboard | undefined;
@@ -34,7 +43,7 @@ describe("pausing from the dashboard in Chromium", { skip }, () => {
   const pageErrors: string[] = [];
 
   before(async () => {
-    errand = await openErrand({ url: "memory:", jobs: defs(mail), logger: silentLogger() });
+    errand = await openErrand({ url: "memory:", jobs: defs(mail, crm), logger: silentLogger() });
     await errand.addSchedule({
       name: "digest",
       cron: "0 3 * * *",
@@ -109,6 +118,31 @@ describe("pausing from the dashboard in Chromium", { skip }, () => {
     await page.waitForSelector(".toast >> text=Schedule digest resumed");
     await row.locator("button[data-action=pause]").waitFor();
     assert.equal((await errand.listSchedules())[0].pausedAt, null);
+  });
+
+  test("a job held by a rate-limit pause says so, and its button lifts the pause", async () => {
+    await errand.store.pauseFlow({ queue: "crm", key: "acme", ms: 10 * 365 * 86_400_000 });
+    await errand.store.pauseFlow({ queue: "crm", key: "globex", ms: 10 * 365 * 86_400_000 });
+    const job = await errand.enqueue(crm, { account: "acme" });
+    await page.goto(`${base}/#/jobs/${job.id}`);
+    const waiting = page.locator("[data-testid=waiting]");
+    await waiting.waitFor();
+    assert.match(
+      (await waiting.textContent()) ?? "",
+      /key "acme" of queue "crm" is paused by a rate-limited answer/,
+    );
+
+    await waiting.locator("button[data-action=resume-limits]").click();
+    await page.waitForSelector(".toast >> text=Rate-limit pause of key acme lifted");
+    const paused = await errand.store.flowStatus({ queue: "crm", windowMs: 0 });
+    assert.deepEqual([...paused.pausedUntil.keys()], ["globex"], "only acme's pause was lifted");
+    // The page redrew: the job waits for no pause any more (only for a worker), and has no button.
+    await waiting.filter({ hasNotText: "rate-limited" }).waitFor();
+    assert.equal(await waiting.locator("button[data-action=resume-limits]").count(), 0);
+    assert.deepEqual(
+      (await errand.whyWaiting(job.id))?.map((r) => r.kind),
+      ["no-worker"],
+    );
   });
 
   test("no page broke its own Content-Security-Policy or threw", () => {

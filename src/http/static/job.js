@@ -164,6 +164,7 @@ export async function renderJob(id, isCurrent) {
         { class: "notice", data: { testid: "waiting" } },
         h("strong", { text: "Waiting: " }),
         job.waiting.map((r) => r.message).join("; "),
+        ...job.waiting.filter((r) => r.kind === "flow-paused").map(liftPauseButton),
       ),
     );
   }
@@ -320,4 +321,32 @@ export function timeline(job) {
     );
   }
   return list;
+}
+
+/**
+ * Lifts the rate-limit pause a flow-paused reason names (its key's, or the queue-wide budget's
+ * when its key is null) for every worker, then redraws.
+ */
+function liftPauseButton(reason) {
+  const what = reason.key === null ? `queue ${reason.queue}` : `key ${reason.key}`;
+  return h("button", {
+    class: "btn btn-sm",
+    type: "button",
+    text: "Lift rate-limit pause",
+    attrs: { "aria-label": `Lift the rate-limit pause of ${what}` },
+    data: { action: "resume-limits" },
+    onclick: async (event) => {
+      event.currentTarget.disabled = true;
+      try {
+        const answer = await api(`/queues/${encodeURIComponent(reason.queue)}/resume-limits`, {
+          method: "POST",
+          body: { key: reason.key },
+        });
+        toast(answer.lifted > 0 ? `Rate-limit pause of ${what} lifted` : `No rate-limit pause of ${what} in effect`);
+      } catch (err) {
+        toast(err.message, "error");
+      }
+      route();
+    },
+  });
 }

@@ -118,4 +118,18 @@ export class MemoryFlow {
     pauses.set(key, Math.max(pauses.get(key) ?? 0, now + req.ms));
     this.pauses.set(req.queue, pauses);
   }
+
+  /** Drops the matching pauses (every key when `key` is undefined); returns how many were in effect. */
+  resume(req: { queue: string; key?: string | null }, now: number): number {
+    const pauses = this.pauses.get(req.queue);
+    if (!pauses) return 0;
+    const keys = req.key === undefined ? [...pauses.keys()] : [req.key ?? NO_KEY];
+    let lifted = 0;
+    for (const key of keys) {
+      if ((pauses.get(key) ?? 0) > now) lifted++;
+      pauses.delete(key);
+    }
+    if (pauses.size === 0) this.pauses.delete(req.queue);
+    return lifted;
+  }
 }

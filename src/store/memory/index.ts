@@ -122,6 +122,12 @@ export class MemoryStore extends MemoryLeases implements Store {
     this.flow.pause(req, this.clock());
   }
 
+  async resumeFlow(req: { queue: string; key?: string | null }): Promise<number> {
+    const lifted = this.flow.resume(req, this.clock());
+    if (lifted > 0) this.notify(req.queue);
+    return lifted;
+  }
+
   async countJobsAhead(
     job: { id: string; queue: string; priority: number; runAt: Date },
     cap: number,

@@ -8,6 +8,7 @@ import { NO_KEY } from "../flow-plan.js";
 import type { ClaimedJob, FlowClaim, FlowClaimRequest, FlowStatus, InsertResult, NewJob } from "../types.js";
 import type { Queryable } from "./connection.js";
 import type { Db } from "./db.js";
+import { type Notifier, notifyLocally } from "./notifier.js";
 import { type Row, toClaimed } from "./rows.js";
 
 /** Stores that have claimed a queue with a concurrency limit: their finishes notify freed slots. */
@@ -78,6 +79,20 @@ export async function pauseFlow(
   req: { queue: string; key: string | null; ms: number },
 ): Promise<void> {
   await db.run("FLOW_PAUSE", [req.queue, req.key ?? NO_KEY, req.ms]);
+}
+
+/** Lifts flow budget pauses (FLOW_RESUME); returns how many were in effect. */
+export async function resumeFlow(
+  db: Db,
+  notifier: Notifier,
+  req: { queue: string; key?: string | null },
+): Promise<number> {
+  const wasListening = notifier.isListening;
+  const one = req.key !== undefined;
+  const { rows } = await db.run("FLOW_RESUME", [req.queue, one ? (req.key ?? NO_KEY) : NO_KEY, one]);
+  const lifted = Number(rows[0]?.n ?? 0);
+  if (lifted > 0) notifyLocally(notifier, wasListening, () => [req.queue]);
+  return lifted;
 }
 
 /** The flow keys of the jobs `results` created, on `on` (inside the inserting transaction). */

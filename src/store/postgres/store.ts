@@ -243,6 +243,10 @@ export class PostgresStore implements Store {
     return flowOps.pauseFlow(this.db, req);
   }
 
+  resumeFlow(req: { queue: string; key?: string | null }): Promise<number> {
+    return flowOps.resumeFlow(this.db, this.notifier, req);
+  }
+
   extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
     return leases.extendLeases(this.db, held, leaseMs);
   }

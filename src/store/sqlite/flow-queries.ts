@@ -87,6 +87,10 @@ export const FLOW_PAUSES = "SELECT key, until FROM errand_flow_pauses WHERE queu
 export const FLOW_PAUSE = `
 INSERT INTO errand_flow_pauses (queue, key, until) VALUES (@queue, @key, @until)
 ON CONFLICT (queue, key) DO UPDATE SET until = max(until, excluded.until)`;
+/** resumeFlow: a queue's pauses (every key), or one key's ('' = the whole queue's); lapsed rows go too. */
+export const FLOW_RESUME_ALL = "DELETE FROM errand_flow_pauses WHERE queue = @queue RETURNING until";
+export const FLOW_RESUME_KEY =
+  "DELETE FROM errand_flow_pauses WHERE queue = @queue AND key = @key RETURNING until";
 export const FLOW_CURSOR = "SELECT cursor FROM errand_flow_cursors WHERE queue = @queue";
 export const FLOW_SET_CURSOR = `
 INSERT INTO errand_flow_cursors (queue, cursor) VALUES (@queue, @cursor)

@@ -257,3 +257,14 @@ function readPauses(c: Connection, queue: string, now: number): Map<string, numb
 export function pauseFlow(c: Connection, req: { queue: string; key: string | null; ms: number }): void {
   c.q(Q.FLOW_PAUSE).run({ queue: req.queue, key: req.key ?? NO_KEY, until: Math.ceil(c.now() + req.ms) });
 }
+
+/** Deletes the matching pause rows (one statement); returns how many were still in effect. */
+export function resumeFlow(c: Connection, req: { queue: string; key?: string | null }): number {
+  const rows = (
+    req.key === undefined
+      ? c.q(Q.FLOW_RESUME_ALL).all({ queue: req.queue })
+      : c.q(Q.FLOW_RESUME_KEY).all({ queue: req.queue, key: req.key ?? NO_KEY })
+  ) as { until: number }[];
+  const now = c.now();
+  return rows.filter((r) => r.until > now).length;
+}

@@ -195,6 +195,10 @@ export class SqliteStore implements Store {
     return this.c.run(() => flowOps.pauseFlow(this.c, req));
   }
 
+  resumeFlow(req: { queue: string; key?: string | null }): Promise<number> {
+    return writes.resumeFlow(this.c, this.notifier, req);
+  }
+
   extendLeases(held: Lease[], leaseMs: number): Promise<LeaseStatus[]> {
     return this.c.run(() => leases.extendLeases(this.c, held, leaseMs));
   }

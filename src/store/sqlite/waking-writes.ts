@@ -9,6 +9,7 @@ import type { JobLogLine, JobRecord } from "../../job.js";
 import type { BulkBatch, Lease, Outcome, RescuedJob, TxHandle } from "../types.js";
 import * as bulk from "./bulk.js";
 import type { Connection } from "./connection.js";
+import * as flow from "./flow.js";
 import * as leases from "./leases.js";
 import type { Notifier } from "./notifier.js";
 import * as pauses from "./pauses.js";
@@ -110,5 +111,18 @@ export function resumeQueue(c: Connection, notifier: Notifier, queue: string): P
     const resumed = pauses.resumeQueue(c, queue);
     if (resumed) notifier.notify(queue);
     return resumed;
+  });
+}
+
+/** Lifts flow budget pauses (flow.ts) and wakes the queue's workers when any was in effect. */
+export function resumeFlow(
+  c: Connection,
+  notifier: Notifier,
+  req: { queue: string; key?: string | null },
+): Promise<number> {
+  return c.run(() => {
+    const lifted = flow.resumeFlow(c, req);
+    if (lifted > 0) notifier.notify(req.queue);
+    return lifted;
   });
 }

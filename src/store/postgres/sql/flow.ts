@@ -4,7 +4,7 @@
  * claimers on any number of connections never overshoot a limit. Queues without limits never
  * run these (CLAIM_JOBS is unchanged).
  */
-import { epochMs, JOBS, ms, NOW } from "./fragments.js";
+import { epochMs, JOBS, ms, NOW, notifyQueues } from "./fragments.js";
 import { FINISH_COMPLETED, FINISH_JOBS } from "./leases.js";
 
 /**
@@ -44,6 +44,18 @@ export const FLOW_PAUSE = `
 INSERT INTO {{schema}}.flow_pauses (queue, key, paused_until) VALUES ($1, $2, ${NOW} + ${ms("$3::float8")})
 ON CONFLICT (queue, key) DO UPDATE
 SET paused_until = greatest({{schema}}.flow_pauses.paused_until, EXCLUDED.paused_until)`;
+
+/**
+ * resumeFlow: deletes the pauses of queue $1 — every key's when $3 is false, else key $2's
+ * ('' = the whole queue) — lapsed rows too, and counts those still in effect; NOTIFY (on commit)
+ * wakes the queue's workers when any was.
+ */
+export const FLOW_RESUME = `
+WITH lifted AS (
+  DELETE FROM {{schema}}.flow_pauses WHERE queue = $1 AND (NOT $3::boolean OR key = $2::text)
+  RETURNING queue, paused_until > ${NOW} AS in_effect
+), live AS (SELECT queue FROM lifted WHERE in_effect)
+SELECT (SELECT count(*) FROM live) AS n, ${notifyQueues("live")} AS notified`;
 
 /** The flow keys of jobs just inserted ($1 ids, $2 keys), in the inserting transaction. */
 export const FLOW_SET_KEYS = `
