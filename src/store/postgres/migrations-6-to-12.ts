@@ -1,5 +1,5 @@
 /**
- * PostgreSQL migrations 6 to 12 (tracing, waitFor, the ledger's scopes, dependencies, flow
+ * PostgreSQL migrations 6 to 13 (tracing, waitFor, the ledger's scopes, dependencies, flow
  * control's one-round-trip claim, its plans and its key walk), moved out of migrations.ts only to keep files short:
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
@@ -173,6 +173,13 @@ CREATE TRIGGER jobs_forget_dependencies AFTER DELETE ON {{schema}}.jobs
   {
     version: 12,
     name: "flow_claim: one index probe per key, the key walk and the claim in one statement",
+    // The function's newest text again, as migration 11. Not breaking: same arguments, same rows,
+    // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
+    sql: FLOW_CLAIM_DEFINITION,
+  },
+  {
+    version: 13,
+    name: "flow_claim: the key walk reads a key's share of jobs in the descent that finds the key",
     // The function's newest text again, as migration 11. Not breaking: same arguments, same rows,
     // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
     sql: FLOW_CLAIM_DEFINITION,

@@ -1,12 +1,12 @@
 /**
  * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
- * (with the tables it uses) and replaced whole by migrations 11 and 12 (migrations-6-to-12.ts).
+ * (with the tables it uses) and replaced whole by migrations 11, 12 and 13 (migrations-6-to-12.ts).
  *
  * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
  * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a
  * database that never had it. Every database ends with the same function, whichever version it
  * started from; a change to the text below therefore needs a new migration that installs it
- * again (or databases past migration 12 keep the old one). It may use only what migration 10
+ * again (or databases past migration 13 keep the old one). It may use only what migration 10
  * has created.
  *
  * Why a function. The claim must read the queue's state (running jobs, the claim log, paused
@@ -73,15 +73,24 @@
 import { epochMs, JOBS } from "./fragments.js";
 
 const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key IS NOT NULL`;
+/** jobs_flow_idx's order, over the rows of nextAfter's scan. */
+const entryOrder = `f.key, f.priority DESC, f.run_at, f.id`;
 
 /**
- * The first job of jobs_flow_idx whose key sorts after `after` (a text expression): the next key
- * and its first job in claim order, in one probe; no row when there is none or `when` is false.
+ * The next key of jobs_flow_idx after `after` (a text expression) and its first `fetch` jobs in
+ * claim order, in one descent: one row of arrays (key, id, priority, run_at of every entry read,
+ * in index order: entries of the keys after it when the key has fewer than `fetch`), none when
+ * nothing follows or `when` is false.
  */
-const firstAfter = (after: string, when: string) => `(
-    SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
-    WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
-    ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT 1)`;
+const nextAfter = (after: string, when: string, fetch: string) => `(
+    SELECT e.keys[1] AS key, e.keys, e.ids, e.pris, e.runs, e.read FROM (
+      SELECT array_agg(f.key ORDER BY ${entryOrder}) AS keys, array_agg(f.id ORDER BY ${entryOrder}) AS ids,
+             array_agg(f.priority ORDER BY ${entryOrder}) AS pris, array_agg(f.run_at ORDER BY ${entryOrder}) AS runs,
+             count(*)::int AS read
+      FROM (SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
+            WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
+            ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT ${fetch}) f
+    ) e WHERE e.read > 0)`;
 
 /** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
 const keyRoom = (
@@ -134,6 +143,8 @@ DECLARE
   -- (each costs a heap fetch, and a keyed backlog has none to find).
   v_unkeyed_window int := CASE WHEN p_key_limit IS NULL AND p_key_rate IS NULL THEN greatest(p_limit, 100) ELSE 100 END;
   v_retry float8;
+  -- How many jobs the key walk reads per key (see the walk): a guess at the key's share.
+  v_fetch int := 1;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
   v_now := coalesce(p_now, clock_timestamp());
@@ -181,6 +192,12 @@ BEGIN
   END IF;
   v_room := greatest(0, v_room);
 
+  -- The keys that have jobs running, or claims in the rate window, are most often the keys the
+  -- last claims took from: this claim's share will be about p_limit / that many. Only a guess:
+  -- the walk reads no more than a share can be (p_limit / the keys found so far), the candidates
+  -- fetch what it read short, and the decisions do not depend on it.
+  v_fetch := greatest(1, ceil(p_limit::float8 / greatest(1, (SELECT count(*) FROM jsonb_object_keys(v_running) k
+    WHERE k <> ''), (SELECT count(*) FROM jsonb_object_keys(v_key_claims) k WHERE k <> ''))))::int;
   v_visit := p_limit + 32 + v_running_total + (SELECT count(*) FROM jsonb_object_keys(v_pauses))::int
     + (SELECT count(*) FROM jsonb_object_keys(v_key_claims))::int;
 
@@ -188,30 +205,43 @@ BEGIN
   WITH RECURSIVE walk AS (
     -- The keys in rotation order (seg 0: after the cursor; seg 1: from the start), until room
     -- keys can give a job or keysToVisit's bound. Row 0 is where the rotation starts (no key);
-    -- each step is one probe of jobs_flow_idx, the next key's first job in claim order.
+    -- each step is one descent of jobs_flow_idx that reads the next key's first f jobs in
+    -- claim order (nextAfter), f = the guess v_fetch, at most the share the keys found so far
+    -- leave. The key's due jobs among them are its first candidates (dids: ids, priorities,
+    -- run_at); whole when the read passed the key's last job.
     SELECT coalesce(v_cursor, '') COLLATE "C" AS key, CASE WHEN v_cursor IS NULL THEN 1 ELSE 0 END AS seg,
-           0 AS n, NULL::bigint AS id, NULL::int AS priority, NULL::timestamptz AS run_at, 0 AS room,
-           false AS due, 0 AS usable
+           0 AS n, NULL::bigint[] AS dids, NULL::int[] AS dpris, NULL::timestamptz[] AS druns, true AS whole,
+           0 AS room, false AS due, 0 AS usable
     UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, nx.id, nx.priority, nx.run_at, z.room, z.due,
+    SELECT nx.key, nx.seg, w.n + 1, m.dids, m.dpris, m.druns, m.whole, z.room, z.due,
            w.usable + (z.room > 0 AND z.due)::int
     FROM walk w
-    LEFT JOIN LATERAL ${firstAfter("w.key", "true")} x ON true
-    -- Past the last key, seg 0 goes on from the start (probed only then).
-    LEFT JOIN LATERAL ${firstAfter("''", "w.seg = 0 AND x.key IS NULL")} y ON true
+    CROSS JOIN LATERAL (SELECT least(v_fetch, ceil(p_limit::float8 / (w.usable + 1))::int) AS f OFFSET 0) g
+    LEFT JOIN LATERAL ${nextAfter("w.key", "true", "g.f")} x ON true
+    -- Past the last key, seg 0 goes on from the start (read only then).
+    LEFT JOIN LATERAL ${nextAfter("''", "w.seg = 0 AND x.key IS NULL", "g.f")} y ON true
     CROSS JOIN LATERAL (
-      SELECT x.key, w.seg, x.id, x.priority, x.run_at
+      SELECT x.key, w.seg, x.keys, x.ids, x.pris, x.runs, x.read
       WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
       UNION ALL
-      SELECT y.key, 1, y.id, y.priority, y.run_at WHERE y.key <= v_cursor
+      SELECT y.key, 1, y.keys, y.ids, y.pris, y.runs, y.read WHERE y.key <= v_cursor
     ) nx
-    -- A key has a due job when its first one is (else a probe looks further).
+    -- The key's entries are the first of those read (index order); its due ones, in order.
+    CROSS JOIN LATERAL (
+      SELECT array_agg(r.id ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS dids,
+             array_agg(r.priority ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS dpris,
+             array_agg(r.run_at ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS druns,
+             nx.read < g.f OR count(*) < nx.read AS whole
+      FROM unnest(nx.keys, nx.ids, nx.pris, nx.runs) WITH ORDINALITY r(key, id, priority, run_at, o)
+      WHERE r.key = nx.key
+    ) m
+    -- A key has a due job when one was read (else, unless all were read, a probe looks further).
     CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
-      CASE WHEN nx.run_at <= v_now THEN true ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
+      CASE WHEN m.dids IS NOT NULL THEN true WHEN m.whole THEN false ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
     WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
   ),
   visited AS (
-    SELECT w.key, w.seg, w.room, w.id, w.priority, w.run_at, w.run_at <= v_now AS first_due
+    SELECT w.key, w.seg, w.room, w.dids, w.dpris, w.druns, w.whole, coalesce(cardinality(w.dids), 0) AS got
     FROM walk w WHERE w.n > 0 AND w.due
   ),
   counts AS (
@@ -228,22 +258,24 @@ BEGIN
   ),
   cand AS (
     -- Each visited key's due jobs: a share of the claim for those with room, enough to count
-    -- what a limit holds back for the others. The walk found the first (when due); a probe
-    -- fetches the rest of a share above one.
+    -- what a limit holds back for the others. The walk read the first (up to its guess); a
+    -- probe fetches the rest of a share above what it read, unless it read all the key's jobs.
     SELECT c.id, k.key, k.seg, k.room,
            row_number() OVER (PARTITION BY k.key ORDER BY c.priority DESC, c.run_at, c.id) AS round
     FROM (
-      SELECT v.*, v.first_due::int AS got, ceil(p_limit::float8 / greatest(1, CASE WHEN v.room > 0
+      SELECT v.*, ceil(p_limit::float8 / greatest(1, CASE WHEN v.room > 0
         THEN (SELECT n.usable FROM counts n) + (SELECT u.found FROM unkeyed u)::int
         ELSE (SELECT n.due FROM counts n) END))::int AS share
       FROM visited v
     ) k,
     LATERAL (
-      SELECT k.id, k.priority, k.run_at WHERE k.first_due
+      SELECT r.id, r.priority, r.run_at FROM unnest(k.dids, k.dpris, k.druns) WITH ORDINALITY r(id, priority, run_at, o)
+      WHERE r.o <= k.share
       UNION ALL
       (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
-       WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
-       ORDER BY j.priority DESC, j.run_at, j.id OFFSET k.got LIMIT k.share - k.got)
+       WHERE NOT k.whole AND k.got < k.share
+         AND j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
+       ORDER BY j.priority DESC, j.run_at, j.id OFFSET k.got LIMIT greatest(0, k.share - k.got))
     ) c
     UNION ALL
     -- The keyless group: jobs without a key among the queue's first due jobs, and jobs keyed ''.
