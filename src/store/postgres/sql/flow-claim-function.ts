@@ -73,23 +73,25 @@
 import { epochMs, JOBS } from "./fragments.js";
 
 const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key IS NOT NULL`;
-/** jobs_flow_idx's order, over the rows of nextAfter's scan. */
-const entryOrder = `f.key, f.priority DESC, f.run_at, f.id`;
 
 /**
  * The next key of jobs_flow_idx after `after` (a text expression) and its first `fetch` jobs in
- * claim order, in one descent: one row of arrays (key, id, priority, run_at of every entry read,
- * in index order: entries of the keys after it when the key has fewer than `fetch`), none when
- * nothing follows or `when` is false.
+ * claim order, in one descent: one row, the key and arrays of its jobs' id, priority and run_at
+ * (in claim order), `read` the entries read (of the keys after it too, when the key has fewer
+ * than `fetch`), `len` the key's; none when nothing follows or `when` is false. The arrays are
+ * filled in the scan's order (an aggregate over the ordered LIMIT, no sort per aggregate: four
+ * ORDER BY aggregates per key took back the time the descents saved, bench/NOTES.md finding 16).
  */
 const nextAfter = (after: string, when: string, fetch: string) => `(
-    SELECT e.keys[1] AS key, e.keys, e.ids, e.pris, e.runs, e.read FROM (
-      SELECT array_agg(f.key ORDER BY ${entryOrder}) AS keys, array_agg(f.id ORDER BY ${entryOrder}) AS ids,
-             array_agg(f.priority ORDER BY ${entryOrder}) AS pris, array_agg(f.run_at ORDER BY ${entryOrder}) AS runs,
-             count(*)::int AS read
-      FROM (SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
-            WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
-            ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT ${fetch}) f
+    SELECT e.keys[1] AS key, e.ids[1:e.len] AS ids, e.pris[1:e.len] AS pris, e.runs[1:e.len] AS runs, e.read, e.len
+    FROM (
+      SELECT a.*, cardinality(array_positions(a.keys, a.keys[1])) AS len FROM (
+        SELECT array_agg(f.key) AS keys, array_agg(f.id) AS ids, array_agg(f.priority) AS pris,
+               array_agg(f.run_at) AS runs, count(*)::int AS read
+        FROM (SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
+              WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
+              ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT ${fetch}) f
+      ) a
     ) e WHERE e.read > 0)`;
 
 /** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
@@ -207,13 +209,13 @@ BEGIN
     -- keys can give a job or keysToVisit's bound. Row 0 is where the rotation starts (no key);
     -- each step is one descent of jobs_flow_idx that reads the next key's first f jobs in
     -- claim order (nextAfter), f = the guess v_fetch, at most the share the keys found so far
-    -- leave. The key's due jobs among them are its first candidates (dids: ids, priorities,
-    -- run_at); whole when the read passed the key's last job.
+    -- leave (ids, pris, runs: the jobs read, in claim order; got: how many are due, the key's
+    -- first candidates; whole: the read went past the key's last job).
     SELECT coalesce(v_cursor, '') COLLATE "C" AS key, CASE WHEN v_cursor IS NULL THEN 1 ELSE 0 END AS seg,
-           0 AS n, NULL::bigint[] AS dids, NULL::int[] AS dpris, NULL::timestamptz[] AS druns, true AS whole,
+           0 AS n, NULL::bigint[] AS ids, NULL::int[] AS pris, NULL::timestamptz[] AS runs, 0 AS got, true AS whole,
            0 AS room, false AS due, 0 AS usable
     UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, m.dids, m.dpris, m.druns, m.whole, z.room, z.due,
+    SELECT nx.key, nx.seg, w.n + 1, nx.ids, nx.pris, nx.runs, m.got, m.whole, z.room, z.due,
            w.usable + (z.room > 0 AND z.due)::int
     FROM walk w
     CROSS JOIN LATERAL (SELECT least(v_fetch, ceil(p_limit::float8 / (w.usable + 1))::int) AS f OFFSET 0) g
@@ -221,27 +223,20 @@ BEGIN
     -- Past the last key, seg 0 goes on from the start (read only then).
     LEFT JOIN LATERAL ${nextAfter("''", "w.seg = 0 AND x.key IS NULL", "g.f")} y ON true
     CROSS JOIN LATERAL (
-      SELECT x.key, w.seg, x.keys, x.ids, x.pris, x.runs, x.read
+      SELECT x.key, w.seg, x.ids, x.pris, x.runs, x.read, x.len
       WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
       UNION ALL
-      SELECT y.key, 1, y.keys, y.ids, y.pris, y.runs, y.read WHERE y.key <= v_cursor
+      SELECT y.key, 1, y.ids, y.pris, y.runs, y.read, y.len WHERE y.key <= v_cursor
     ) nx
-    -- The key's entries are the first of those read (index order); its due ones, in order.
-    CROSS JOIN LATERAL (
-      SELECT array_agg(r.id ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS dids,
-             array_agg(r.priority ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS dpris,
-             array_agg(r.run_at ORDER BY r.o) FILTER (WHERE r.run_at <= v_now) AS druns,
-             nx.read < g.f OR count(*) < nx.read AS whole
-      FROM unnest(nx.keys, nx.ids, nx.pris, nx.runs) WITH ORDINALITY r(key, id, priority, run_at, o)
-      WHERE r.key = nx.key
-    ) m
+    CROSS JOIN LATERAL (SELECT (SELECT count(*) FROM unnest(nx.runs) r WHERE r <= v_now)::int AS got,
+      nx.read < g.f OR nx.len < nx.read AS whole OFFSET 0) m
     -- A key has a due job when one was read (else, unless all were read, a probe looks further).
     CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
-      CASE WHEN m.dids IS NOT NULL THEN true WHEN m.whole THEN false ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
+      CASE WHEN m.got > 0 THEN true WHEN m.whole THEN false ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
     WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
   ),
   visited AS (
-    SELECT w.key, w.seg, w.room, w.dids, w.dpris, w.druns, w.whole, coalesce(cardinality(w.dids), 0) AS got
+    SELECT w.key, w.seg, w.room, w.ids, w.pris, w.runs, w.got, w.whole
     FROM walk w WHERE w.n > 0 AND w.due
   ),
   counts AS (
@@ -269,8 +264,9 @@ BEGIN
       FROM visited v
     ) k,
     LATERAL (
-      SELECT r.id, r.priority, r.run_at FROM unnest(k.dids, k.dpris, k.druns) WITH ORDINALITY r(id, priority, run_at, o)
-      WHERE r.o <= k.share
+      -- unnest keeps the arrays' (claim) order: the first share due jobs read.
+      (SELECT r.id, r.priority, r.run_at FROM unnest(k.ids, k.pris, k.runs) r(id, priority, run_at)
+       WHERE r.run_at <= v_now LIMIT k.share)
       UNION ALL
       (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
        WHERE NOT k.whole AND k.got < k.share
