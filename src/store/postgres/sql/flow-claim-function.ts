@@ -76,18 +76,26 @@ const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key I
 
 /**
  * The next key of jobs_flow_idx after `after` (a text expression) and its first `fetch` jobs in
- * claim order, in one descent: one row, the key and arrays of its jobs' id, priority and run_at
- * (in claim order), `read` the entries read (of the keys after it too, when the key has fewer
- * than `fetch`), `len` the key's; none when nothing follows or `when` is false. The arrays are
- * filled in the scan's order (an aggregate over the ordered LIMIT, no sort per aggregate: four
- * ORDER BY aggregates per key took back the time the descents saved, bench/NOTES.md finding 16).
+ * claim order, in one descent; none when nothing follows or `when` is false. One row: the key,
+ * arrays of those jobs' id, priority and run_at (in claim order), `got` how many of them are due,
+ * `whole` when the read went past the key's last job (it read the keys after it too, or ran out).
+ * The arrays are filled in the scan's order (an aggregate over the ordered LIMIT, no sort per
+ * aggregate: four ORDER BY aggregates per key took back the time the descents saved), and the
+ * key's own entries are sliced out only when the read went past them.
  */
 const nextAfter = (after: string, when: string, fetch: string) => `(
-    SELECT e.keys[1] AS key, e.ids[1:e.len] AS ids, e.pris[1:e.len] AS pris, e.runs[1:e.len] AS runs, e.read, e.len
+    SELECT e.keys[1] AS key,
+           CASE WHEN e.len = e.read THEN e.ids ELSE e.ids[1:e.len] END AS ids,
+           CASE WHEN e.len = e.read THEN e.pris ELSE e.pris[1:e.len] END AS pris,
+           CASE WHEN e.len = e.read THEN e.runs ELSE e.runs[1:e.len] END AS runs,
+           CASE WHEN e.len = e.read THEN e.due
+             ELSE (SELECT count(*) FROM unnest(e.runs[1:e.len]) r WHERE r <= v_now)::int END AS got,
+           e.read < ${fetch} OR e.len < e.read AS whole
     FROM (
-      SELECT a.*, cardinality(array_positions(a.keys, a.keys[1])) AS len FROM (
+      SELECT a.*, CASE WHEN a.keys[1] = a.keys[a.read] THEN a.read
+                       ELSE cardinality(array_positions(a.keys, a.keys[1])) END AS len FROM (
         SELECT array_agg(f.key) AS keys, array_agg(f.id) AS ids, array_agg(f.priority) AS pris,
-               array_agg(f.run_at) AS runs, count(*)::int AS read
+               array_agg(f.run_at) AS runs, count(*)::int AS read, count(*) FILTER (WHERE f.run_at <= v_now)::int AS due
         FROM (SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
               WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
               ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT ${fetch}) f
@@ -215,7 +223,7 @@ BEGIN
            0 AS n, NULL::bigint[] AS ids, NULL::int[] AS pris, NULL::timestamptz[] AS runs, 0 AS got, true AS whole,
            0 AS room, false AS due, 0 AS usable
     UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, nx.ids, nx.pris, nx.runs, m.got, m.whole, z.room, z.due,
+    SELECT nx.key, nx.seg, w.n + 1, nx.ids, nx.pris, nx.runs, nx.got, nx.whole, z.room, z.due,
            w.usable + (z.room > 0 AND z.due)::int
     FROM walk w
     CROSS JOIN LATERAL (SELECT least(v_fetch, ceil(p_limit::float8 / (w.usable + 1))::int) AS f OFFSET 0) g
@@ -223,16 +231,14 @@ BEGIN
     -- Past the last key, seg 0 goes on from the start (read only then).
     LEFT JOIN LATERAL ${nextAfter("''", "w.seg = 0 AND x.key IS NULL", "g.f")} y ON true
     CROSS JOIN LATERAL (
-      SELECT x.key, w.seg, x.ids, x.pris, x.runs, x.read, x.len
+      SELECT x.key, w.seg, x.ids, x.pris, x.runs, x.got, x.whole
       WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
       UNION ALL
-      SELECT y.key, 1, y.ids, y.pris, y.runs, y.read, y.len WHERE y.key <= v_cursor
+      SELECT y.key, 1, y.ids, y.pris, y.runs, y.got, y.whole WHERE y.key <= v_cursor
     ) nx
-    CROSS JOIN LATERAL (SELECT (SELECT count(*) FROM unnest(nx.runs) r WHERE r <= v_now)::int AS got,
-      nx.read < g.f OR nx.len < nx.read AS whole OFFSET 0) m
     -- A key has a due job when one was read (else, unless all were read, a probe looks further).
     CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
-      CASE WHEN m.got > 0 THEN true WHEN m.whole THEN false ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
+      CASE WHEN nx.got > 0 THEN true WHEN nx.whole THEN false ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
     WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
   ),
   visited AS (
