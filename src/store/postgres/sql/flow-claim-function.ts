@@ -77,20 +77,28 @@ const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key I
 /**
  * The next key of jobs_flow_idx after `after` (a text expression) and its first `fetch` jobs in
  * claim order, in one descent; none when nothing follows or `when` is false. One row: the key,
- * arrays of those jobs' id, priority and run_at (in claim order), `got` how many of them are due,
- * `whole` when the read went past the key's last job (it read the keys after it too, or ran out).
- * The arrays are filled in the scan's order (an aggregate over the ordered LIMIT, no sort per
- * aggregate: four ORDER BY aggregates per key took back the time the descents saved), and the
- * key's own entries are sliced out only when the read went past them.
+ * the first job read (id, priority, run_at), arrays of the key's other jobs read (rids, rpris,
+ * rruns, in claim order; NULL when none), `got` how many of the key's jobs read are due, and
+ * `whole` when the read went past the key's last job (into the keys after it, or the index's end).
+ *
+ * A fetch of one is a plain probe (LIMIT 1), as before migration 13: the aggregate costs CPU a
+ * claim of one job per key would pay for nothing. Above one, the arrays are filled in the scan's
+ * order (an aggregate over the ordered LIMIT, no sort per aggregate: with ORDER BY in each
+ * array_agg, ~700 sorts per claim of 250 took back the time the descents saved), and the key's
+ * entries are sliced out only when the read went past them.
  */
 const nextAfter = (after: string, when: string, fetch: string) => `(
-    SELECT e.keys[1] AS key,
-           CASE WHEN e.len = e.read THEN e.ids ELSE e.ids[1:e.len] END AS ids,
-           CASE WHEN e.len = e.read THEN e.pris ELSE e.pris[1:e.len] END AS pris,
-           CASE WHEN e.len = e.read THEN e.runs ELSE e.runs[1:e.len] END AS runs,
+    SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at, NULL::bigint[] AS rids, NULL::int[] AS rpris,
+           NULL::timestamptz[] AS rruns, (j.run_at <= v_now)::int AS got, false AS whole FROM ${JOBS} j
+    WHERE ${fetch} = 1 AND ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
+    ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT 1)
+    UNION ALL (
+    SELECT e.keys[1], e.ids[1], e.pris[1], e.runs[1],
+           CASE WHEN e.len > 1 THEN e.ids[2:e.len] END, CASE WHEN e.len > 1 THEN e.pris[2:e.len] END,
+           CASE WHEN e.len > 1 THEN e.runs[2:e.len] END,
            CASE WHEN e.len = e.read THEN e.due
-             ELSE (SELECT count(*) FROM unnest(e.runs[1:e.len]) r WHERE r <= v_now)::int END AS got,
-           e.read < ${fetch} OR e.len < e.read AS whole
+             ELSE (SELECT count(*) FROM unnest(e.runs[1:e.len]) r WHERE r <= v_now)::int END,
+           e.read < ${fetch} OR e.len < e.read
     FROM (
       SELECT a.*, CASE WHEN a.keys[1] = a.keys[a.read] THEN a.read
                        ELSE cardinality(array_positions(a.keys, a.keys[1])) END AS len FROM (
@@ -100,7 +108,7 @@ const nextAfter = (after: string, when: string, fetch: string) => `(
               WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
               ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT ${fetch}) f
       ) a
-    ) e WHERE e.read > 0)`;
+    ) e WHERE ${fetch} > 1 AND e.read > 0)`;
 
 /** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
 const keyRoom = (
@@ -217,24 +225,24 @@ BEGIN
     -- keys can give a job or keysToVisit's bound. Row 0 is where the rotation starts (no key);
     -- each step is one descent of jobs_flow_idx that reads the next key's first f jobs in
     -- claim order (nextAfter), f = the guess v_fetch, at most the share the keys found so far
-    -- leave (ids, pris, runs: the jobs read, in claim order; got: how many are due, the key's
-    -- first candidates; whole: the read went past the key's last job).
+    -- leave. The key's due jobs read are its first candidates.
     SELECT coalesce(v_cursor, '') COLLATE "C" AS key, CASE WHEN v_cursor IS NULL THEN 1 ELSE 0 END AS seg,
-           0 AS n, NULL::bigint[] AS ids, NULL::int[] AS pris, NULL::timestamptz[] AS runs, 0 AS got, true AS whole,
-           0 AS room, false AS due, 0 AS usable
+           0 AS n, NULL::bigint AS id, NULL::int AS priority, NULL::timestamptz AS run_at, NULL::bigint[] AS rids,
+           NULL::int[] AS rpris, NULL::timestamptz[] AS rruns, 0 AS got, true AS whole, 0 AS room, false AS due, 0 AS usable
     UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, nx.ids, nx.pris, nx.runs, nx.got, nx.whole, z.room, z.due,
+    SELECT nx.key, nx.seg, w.n + 1, nx.id, nx.priority, nx.run_at, nx.rids, nx.rpris, nx.rruns, nx.got, nx.whole,
+           z.room, z.due,
            w.usable + (z.room > 0 AND z.due)::int
     FROM walk w
     CROSS JOIN LATERAL (SELECT least(v_fetch, ceil(p_limit::float8 / (w.usable + 1))::int) AS f OFFSET 0) g
-    LEFT JOIN LATERAL ${nextAfter("w.key", "true", "g.f")} x ON true
+    LEFT JOIN LATERAL (${nextAfter("w.key", "true", "g.f")}) x ON true
     -- Past the last key, seg 0 goes on from the start (read only then).
-    LEFT JOIN LATERAL ${nextAfter("''", "w.seg = 0 AND x.key IS NULL", "g.f")} y ON true
+    LEFT JOIN LATERAL (${nextAfter("''", "w.seg = 0 AND x.key IS NULL", "g.f")}) y ON true
     CROSS JOIN LATERAL (
-      SELECT x.key, w.seg, x.ids, x.pris, x.runs, x.got, x.whole
+      SELECT x.key, w.seg, x.id, x.priority, x.run_at, x.rids, x.rpris, x.rruns, x.got, x.whole
       WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
       UNION ALL
-      SELECT y.key, 1, y.ids, y.pris, y.runs, y.got, y.whole WHERE y.key <= v_cursor
+      SELECT y.key, 1, y.id, y.priority, y.run_at, y.rids, y.rpris, y.rruns, y.got, y.whole WHERE y.key <= v_cursor
     ) nx
     -- A key has a due job when one was read (else, unless all were read, a probe looks further).
     CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
@@ -242,7 +250,7 @@ BEGIN
     WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
   ),
   visited AS (
-    SELECT w.key, w.seg, w.room, w.ids, w.pris, w.runs, w.got, w.whole
+    SELECT w.key, w.seg, w.room, w.id, w.priority, w.run_at, w.rids, w.rpris, w.rruns, w.got, w.whole
     FROM walk w WHERE w.n > 0 AND w.due
   ),
   counts AS (
@@ -270,9 +278,11 @@ BEGIN
       FROM visited v
     ) k,
     LATERAL (
-      -- unnest keeps the arrays' (claim) order: the first share due jobs read.
-      (SELECT r.id, r.priority, r.run_at FROM unnest(k.ids, k.pris, k.runs) r(id, priority, run_at)
-       WHERE r.run_at <= v_now LIMIT k.share)
+      SELECT k.id, k.priority, k.run_at WHERE k.run_at <= v_now
+      UNION ALL
+      -- unnest keeps the arrays' (claim) order: the next due jobs read, up to the share.
+      (SELECT r.id, r.priority, r.run_at FROM unnest(k.rids, k.rpris, k.rruns) r(id, priority, run_at)
+       WHERE k.rids IS NOT NULL AND r.run_at <= v_now LIMIT greatest(0, k.share - (k.run_at <= v_now)::int))
       UNION ALL
       (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
        WHERE NOT k.whole AND k.got < k.share
