@@ -163,6 +163,8 @@ DECLARE
   v_retry float8;
   -- How many jobs the key walk reads per key (see the walk): a guess at the key's share.
   v_fetch int := 1;
+  v_running_keys int := 0;
+  v_claimed_keys int := 0;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
   v_now := coalesce(p_now, clock_timestamp());
@@ -178,7 +180,8 @@ BEGIN
   -- paused budgets, the cursor, and the claim log of the rate windows.
   -- Running jobs matter to concurrency limits only (by key only to a per-key one).
   IF p_key_limit IS NOT NULL THEN
-    SELECT coalesce(jsonb_object_agg(r.key, r.n), '{}'), coalesce(sum(r.n), 0) INTO v_running, v_running_total
+    SELECT coalesce(jsonb_object_agg(r.key, r.n), '{}'), coalesce(sum(r.n), 0), count(*) FILTER (WHERE r.key <> '')
+    INTO v_running, v_running_total, v_running_keys
     FROM (SELECT coalesce(j.flow_key, '') AS key, count(*)::int AS n FROM ${JOBS} j
           WHERE j.locked_until IS NOT NULL AND j.queue = p_queue AND j.state = 'running' GROUP BY 1) r;
   ELSE
@@ -190,7 +193,8 @@ BEGIN
   FROM {{schema}}.flow_pauses p WHERE p.queue = p_queue AND p.paused_until > v_now;
   SELECT c.cursor INTO v_cursor FROM {{schema}}.flow_cursors c WHERE c.queue = p_queue;
   IF p_key_rate IS NOT NULL THEN
-    SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}') INTO v_key_claims FROM (
+    SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}'), count(*) FILTER (WHERE c.key <> '')
+    INTO v_key_claims, v_claimed_keys FROM (
       SELECT c.key, sum(c.n)::int AS n FROM {{schema}}.flow_claims c
       WHERE c.queue = p_queue AND c.at > v_now - p_key_rate_ms * interval '1 millisecond' GROUP BY c.key) c;
   END IF;
@@ -214,8 +218,9 @@ BEGIN
   -- last claims took from: this claim's share will be about p_limit / that many. Only a guess:
   -- the walk reads no more than a share can be (p_limit / the keys found so far), the candidates
   -- fetch what it read short, and the decisions do not depend on it.
-  v_fetch := greatest(1, ceil(p_limit::float8 / greatest(1, (SELECT count(*) FROM jsonb_object_keys(v_running) k
-    WHERE k <> ''), (SELECT count(*) FROM jsonb_object_keys(v_key_claims) k WHERE k <> ''))))::int;
+  IF greatest(v_running_keys, v_claimed_keys) > 0 THEN
+    v_fetch := greatest(1, ceil(p_limit::float8 / greatest(v_running_keys, v_claimed_keys)))::int;
+  END IF;
   v_visit := p_limit + 32 + v_running_total + (SELECT count(*) FROM jsonb_object_keys(v_pauses))::int
     + (SELECT count(*) FROM jsonb_object_keys(v_key_claims))::int;
 
