@@ -51,17 +51,24 @@ const schemas = {
   after: `flow_ab_after_${process.pid}`,
 };
 
-/** The function text at `rev`. */
+/** The function text at `rev` (its sql/ files that exist there, imports pointed at this tree's fragments). */
 async function beforeDefinition(rev: string): Promise<string> {
-  const source = execFileSync("git", ["show", `${rev}:src/store/postgres/sql/flow-claim-function.ts`], {
-    encoding: "utf8",
-  });
   const dir = mkdtempSync(join(tmpdir(), "flow-ab-"));
-  const file = join(dir, "before.ts");
   const fragments = resolve("src/store/postgres/sql/fragments.ts");
-  writeFileSync(file, source.replaceAll('"./fragments.js"', JSON.stringify(fragments)));
+  for (const name of ["flow-claim-function.ts", "flow-claim-walk.ts"]) {
+    let source: string;
+    try {
+      source = execFileSync("git", ["show", `${rev}:src/store/postgres/sql/${name}`], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+    } catch {
+      continue; // flow-claim-walk.ts is newer than migration 12
+    }
+    writeFileSync(join(dir, name), source.replaceAll('"./fragments.js"', JSON.stringify(fragments)));
+  }
   try {
-    const mod = (await import(file)) as { FLOW_CLAIM_DEFINITION: string };
+    const mod = (await import(join(dir, "flow-claim-function.ts"))) as { FLOW_CLAIM_DEFINITION: string };
     return mod.FLOW_CLAIM_DEFINITION;
   } finally {
     rmSync(dir, { recursive: true, force: true });
