@@ -22,7 +22,20 @@
  * the candidates probe only what it read short of the share (OFFSET the due jobs read), unless
  * it read all the key's jobs. The guess decides only what is read where, not what is chosen:
  * test/flow/claim-walk.test.ts holds every decision to migration 11's, and passed with the guess
- * forced to 2, 5 and 1,000. FIGURES
+ * forced to 2, 5 and 1,000. The function uses this form when its guess is above one job, so a
+ * claim of one job per key (50 over 100 keys) runs migration 12's statement unchanged: the
+ * arrays cost it CPU for nothing (bench/flow-claim-ab.ts, backend CPU per claim 0.93-0.95 of
+ * migration 12's with the same 1,421 buffers, before the two forms).
+ *
+ * auto_explain (log_analyze, log_buffers) of one per-key claim of 250 over 100 keys after 20
+ * claims, each finished after the next (12,500 jobs, 7,250 pending; never analyzed and analyzed
+ * alike), migration 12 → 13:
+ *   walk:        Index Only Scan jobs_flow_idx, 101 loops of 1 row, 647 buffers, 347 heap fetches
+ *             →  Index Only Scan jobs_flow_idx, 101 loops of 3 rows, 845 buffers, 545 heap fetches
+ *   candidates:  Index Only Scan jobs_flow_idx, 100 loops of 3 rows (OFFSET 1), 550 buffers,
+ *                300 heap fetches → none (unnest of the walk's arrays)
+ *   statement:   5,248 → 4,898 buffers (the keyless check 746 of them, unchanged)
+ * Claim of 50 over 10 keys (a share of 5): 11 + 10 probes, 1,071 buffers → 11 descents, 1,032.
  */
 import { epochMs, JOBS } from "./fragments.js";
 
