@@ -199,8 +199,10 @@ const MANY_CAND = `  cand AS (
       FROM visited v
     ) k,
     LATERAL (
-      -- unnest keeps the arrays' (claim) order: the first share due jobs read.
-      (SELECT r.id, r.priority, r.run_at FROM unnest(k.ids, k.pris, k.runs) r(id, priority, run_at)
+      -- The first share due jobs read. unnest in the select list (ProjectSet) keeps the arrays'
+      -- (claim) order, as unnest in FROM does, without a tuplestore per array per key.
+      (SELECT r.id, r.priority, r.run_at FROM (SELECT unnest(k.ids) AS id, unnest(k.pris) AS priority,
+         unnest(k.runs) AS run_at) r
        WHERE r.run_at <= v_now LIMIT k.share)
       UNION ALL
       (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
