@@ -82,7 +82,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
 RETURNS TABLE (id bigint, queue text, name text, payload jsonb, priority int, attempt int, max_attempts int,
   key text, run_at float8, created_at float8, lease_token int, locked_until float8, flow_key text,
   trace_context text, held int, retry_ms float8)
-LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off AS $flow_claim$
+LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $flow_claim$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
