@@ -39,6 +39,12 @@
  * now, 7-9 buffers, 0.1 ms. A global limit counts them too (bench/flow-claim-ab.ts global: 1,378
  * shared buffers per claim before, 763 after; a plain claim 688).
  *
+ * Generic plans (migration 13, `plan_cache_mode = force_generic_plan`). After ANALYZE the
+ * planner replanned the statement that reads a key's share (sql/flow-claim-walk.ts) on every
+ * call, its custom plans looking cheaper than the generic one: a per-key claim of 50 over 10
+ * keys cost 0.73 of migration 12's backend CPU, 0.98 with the generic plan (bench/flow-claim-ab.ts).
+ * The other statements were generic after five calls already.
+ *
  * It decides as store/flow-plan.ts planFlowClaim does (memory and SQLite run that code; the
  * conformance suite holds all three to the same answers):
  * - room: the claim's limit, 0 while the queue's budget is paused (flow_pauses key ''), cut by
