@@ -9,7 +9,10 @@
  * them) and the running set stays small. Claims are prepared statements on one connection, as
  * the store runs them (the function's plans are cached per connection). Prints the median time
  * per claim of each queue, the median of the rounds' ratios (before/after, plain/each), the
- * shared buffers per claim (auto_explain of 10 more claims each: load-independent) and the load.
+ * shared buffers per claim (auto_explain of 10 more claims each: load-independent), the server
+ * backend's CPU time per claim (its /proc/PID/schedstat run time around each claim, summed over
+ * the rounds: on a shared machine less noisy than wall time, which counts the waits for a core;
+ * needs the server on this machine, else omitted) and the load.
  *
  *   node --import tsx bench/flow-claim-ab.ts [before=main] [limit=per-key|global|rate] [rounds=20]
  *     [claims per round C=20] [batch B=50] [keys K=100] [analyzed|fresh]
@@ -18,7 +21,7 @@
  * per-key concurrency 100,000, globalConcurrency 100,000, rate 1,000,000 per second.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import pg from "pg";
@@ -48,17 +51,24 @@ const schemas = {
   after: `flow_ab_after_${process.pid}`,
 };
 
-/** The function text at `rev`. */
+/** The function text at `rev` (its sql/ files that exist there, imports pointed at this tree's fragments). */
 async function beforeDefinition(rev: string): Promise<string> {
-  const source = execFileSync("git", ["show", `${rev}:src/store/postgres/sql/flow-claim-function.ts`], {
-    encoding: "utf8",
-  });
   const dir = mkdtempSync(join(tmpdir(), "flow-ab-"));
-  const file = join(dir, "before.ts");
   const fragments = resolve("src/store/postgres/sql/fragments.ts");
-  writeFileSync(file, source.replaceAll('"./fragments.js"', JSON.stringify(fragments)));
+  for (const name of ["flow-claim-function.ts", "flow-claim-walk.ts"]) {
+    let source: string;
+    try {
+      source = execFileSync("git", ["show", `${rev}:src/store/postgres/sql/${name}`], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+    } catch {
+      continue; // flow-claim-walk.ts is newer than migration 12
+    }
+    writeFileSync(join(dir, name), source.replaceAll('"./fragments.js"', JSON.stringify(fragments)));
+  }
   try {
-    const mod = (await import(file)) as { FLOW_CLAIM_DEFINITION: string };
+    const mod = (await import(join(dir, "flow-claim-function.ts"))) as { FLOW_CLAIM_DEFINITION: string };
     return mod.FLOW_CLAIM_DEFINITION;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -96,6 +106,17 @@ try {
     after: flowSql(schemas.after),
   };
   const running: Record<string, string[]> = { plain: [], before: [], after: [] };
+  const backend = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+  /** The backend's CPU time so far (ns), or null when its /proc entry cannot be read. */
+  const backendCpu = (): number | null => {
+    try {
+      return Number(readFileSync(`/proc/${backend}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      return null;
+    }
+  };
+  const cpu: Record<string, number> = { plain: 0, before: 0, after: 0 };
+  let cpuKnown = backendCpu() !== null;
 
   async function finish(queue: (typeof queues)[number], ids: string[]) {
     if (ids.length === 0) return;
@@ -109,9 +130,13 @@ try {
   async function step(queue: (typeof queues)[number]): Promise<number> {
     const values =
       queue === "plain" ? [queue, BATCH, "w", 60000] : [`ab:${queue}`, queue, BATCH, ...ARGS[limit]];
+    const cpuBefore = cpuKnown ? backendCpu() : null;
     const started = performance.now();
     const { rows } = await client.query({ name: queue, text: sql[queue], values });
     const ms = performance.now() - started;
+    const cpuAfter = cpuKnown ? backendCpu() : null;
+    if (cpuBefore === null || cpuAfter === null) cpuKnown = false;
+    else cpu[queue] += cpuAfter - cpuBefore;
     const ids = (rows as { id: string | null }[]).filter((r) => r.id !== null).map((r) => r.id as string);
     if (ids.length !== BATCH) throw new Error(`${queue} claimed ${ids.length}, not ${BATCH}`);
     await finish(queue, running[queue]);
@@ -133,6 +158,12 @@ try {
   const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
   const m = { plain: median(times.plain), before: median(times.before), after: median(times.after) };
   const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]));
+  const cpuPerClaim = (queue: string) => cpu[queue] / (ROUNDS * CLAIMS) / 1e6;
+  const cpuLine = cpuKnown
+    ? `server backend CPU ms per claim (${ROUNDS * CLAIMS} claims each): plain ${cpuPerClaim("plain").toFixed(3)}, ` +
+      `before ${cpuPerClaim("before").toFixed(3)}, after ${cpuPerClaim("after").toFixed(3)}; ` +
+      `before/after ${(cpu.before / cpu.after).toFixed(2)}`
+    : "server backend CPU: not readable here (/proc/PID/schedstat)";
 
   // Shared buffers per claim (load-independent): auto_explain of the top-level statement, whose
   // counts include the function's own statements.
@@ -167,6 +198,7 @@ try {
     `median of the rounds' ratios: before/after ${ratio(times.before, times.after).toFixed(2)}, ` +
       `plain/before ${ratio(times.plain, times.before).toFixed(2)}, plain/after ${ratio(times.plain, times.after).toFixed(2)}`,
   );
+  console.log(cpuLine);
   console.log(
     `shared buffers per claim: plain ${buffers.plain.toFixed(0)}, before ${buffers.before.toFixed(0)}, after ${buffers.after.toFixed(0)}`,
   );

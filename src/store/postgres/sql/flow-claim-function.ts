@@ -1,12 +1,12 @@
 /**
  * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
- * (with the tables it uses) and replaced whole by migrations 11, 12 and 13 (migrations-6-to-12.ts).
+ * (with the tables it uses) and replaced whole by migrations 11 to 14 (migrations-6-to-14.ts).
  *
  * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
  * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a
  * database that never had it. Every database ends with the same function, whichever version it
  * started from; a change to the text below therefore needs a new migration that installs it
- * again (or databases past migration 13 keep the old one). It may use what migration 10 has
+ * again (or databases past migration 14 keep the old one). It may use what migration 10 has
  * created and flow_windows (migration 13): PL/pgSQL resolves a table when a statement first
  * runs, not when the function is created, and no claim runs between migrations 10 and 13.
  *
@@ -40,6 +40,12 @@
  * now, 7-9 buffers, 0.1 ms. A global limit counts them too (bench/flow-claim-ab.ts global: 1,378
  * shared buffers per claim before, 763 after; a plain claim 688).
  *
+ * Generic plans (migration 13, `plan_cache_mode = force_generic_plan`). After ANALYZE the
+ * planner replanned the statement that reads a key's share (sql/flow-claim-walk.ts) on every
+ * call, its custom plans looking cheaper than the generic one: a per-key claim of 50 over 10
+ * keys cost 0.73 of migration 12's backend CPU, 0.98 with the generic plan (bench/flow-claim-ab.ts).
+ * The other statements were generic after five calls already.
+ *
  * It decides as store/flow-plan.ts planFlowClaim does (memory and SQLite run that code; the
  * conformance suite holds all three to the same answers):
  * - room: the claim's limit, 0 while the queue's budget is paused (flow_pauses key ''), cut by
@@ -52,17 +58,9 @@
  *   can give a job, or after as many keys as keysToVisit allows: the claim of 50 jobs over 100
  *   keys visits ~50, not all of them.
  *
- * The key walk (migration 12). Each step is one probe of jobs_flow_idx: the next key's first job
- * in claim order (key, id, priority, run_at). When that job is due, the key has a due job and it
- * is the key's first candidate; a key's further candidates (a share above one job: few keys, or
- * keys without room counted for `held`) are fetched after it, and a key whose first job is not
- * due is probed as before. The walk, the candidates and the claim are one statement, so the
- * first job the walk saw is still the key's first when it is claimed (one snapshot). Before, a
- * step was three probes (the next key, "has it a due job", then its candidates in a LATERAL),
- * and the walk a statement of its own feeding arrays to the claim. auto_explain of a claim of 50
- * over 100 keys (30,000 pending jobs, never analyzed): the walk 0.64-0.76 ms plus 50 candidate
- * probes; now 0.49 ms for the walk and no candidate probe. bench/flow-claim-ab.ts times the two
- * texts side by side (bench/NOTES.md finding 16).
+ * The key walk, the candidates and the claim are one statement (sql/flow-claim-walk.ts): in two
+ * forms since migration 13, one reading a key's first job per step, one reading several when
+ * each key is expected to give more than one (v_fetch below).
  *
  * A claim a concurrency cap held back marks its queue in flow_waits (one that is not held back
  * clears it), so finishes there notify the workers waiting for a slot.
@@ -71,35 +69,8 @@
  * left behind) and `retry_ms` (when a rate window or pause that held them frees, else NULL).
  * `p_now` NULL reads the clock after the lock (a test clock passes its time).
  */
+import { claimStatement, windowFrees } from "./flow-claim-walk.js";
 import { epochMs, JOBS } from "./fragments.js";
-
-const pendingKeyed = `j.queue = p_queue AND j.state = 'pending' AND j.flow_key IS NOT NULL`;
-
-/**
- * The first job of jobs_flow_idx whose key sorts after `after` (a text expression): the next key
- * and its first job in claim order, in one probe; no row when there is none or `when` is false.
- */
-const firstAfter = (after: string, when: string) => `(
-    SELECT j.flow_key COLLATE "C" AS key, j.id, j.priority, j.run_at FROM ${JOBS} j
-    WHERE ${when} AND ${pendingKeyed} AND j.flow_key COLLATE "C" > ${after}
-    ORDER BY j.flow_key COLLATE "C", j.priority DESC, j.run_at, j.id LIMIT 1)`;
-
-/** A key's room (its pause, concurrency and rate window; at most the claim's limit). */
-const keyRoom = (
-  k: string,
-) => `CASE WHEN (v_pauses -> ${k}) IS NOT NULL THEN 0 ELSE greatest(0, least(p_limit,
-  p_key_limit - coalesce((v_running ->> ${k})::int, 0), p_key_rate - coalesce((v_key_claims ->> ${k})::int, 0))) END`;
-
-/** Does the key have a due job now? */
-const hasDue = (k: string) => `EXISTS (SELECT 1 FROM ${JOBS} d WHERE d.queue = p_queue AND d.state = 'pending'
-  AND d.flow_key COLLATE "C" = ${k} AND d.run_at <= v_now)`;
-
-/** When the window of `limit` claims per `perMs` frees a claim (ms from now), from the claims of `where`. */
-const windowFrees = (where: string, limit: string, perMs: string) => `(
-  SELECT greatest(1, ${epochMs("w.at")} + ${perMs} - ${epochMs("v_now")} + 1) FROM (
-    SELECT c.at, sum(c.n) OVER (ORDER BY c.at DESC) AS newer FROM {{schema}}.flow_claims c
-    WHERE c.queue = p_queue AND ${where} AND c.at > v_now - ${perMs} * interval '1 millisecond'
-  ) w WHERE w.newer >= ${limit} ORDER BY w.at DESC LIMIT 1)`;
 
 /** Migration 10's tables: the claim log's count per key, and the queues waiting for a freed slot. */
 export const FLOW_CLAIM_TABLES = `
@@ -118,7 +89,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.flow_claim(
 RETURNS TABLE (id bigint, queue text, name text, payload jsonb, priority int, attempt int, max_attempts int,
   key text, run_at float8, created_at float8, lease_token int, locked_until float8, flow_key text,
   trace_context text, held int, retry_ms float8)
-LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off AS $flow_claim$
+LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $flow_claim$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
@@ -139,6 +110,10 @@ DECLARE
   v_keep float8 := v_window;
   v_keep_ms float8;
   v_keep_until timestamptz;
+  -- How many jobs the key walk reads per key (see the walk): a guess at the key's share.
+  v_fetch int := 1;
+  v_running_keys int := 0;
+  v_claimed_keys int := 0;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
   v_now := coalesce(p_now, clock_timestamp());
@@ -154,7 +129,8 @@ BEGIN
   -- paused budgets, the cursor, and the claim log of the rate windows.
   -- Running jobs matter to concurrency limits only (by key only to a per-key one).
   IF p_key_limit IS NOT NULL THEN
-    SELECT coalesce(jsonb_object_agg(r.key, r.n), '{}'), coalesce(sum(r.n), 0) INTO v_running, v_running_total
+    SELECT coalesce(jsonb_object_agg(r.key, r.n), '{}'), coalesce(sum(r.n), 0), count(*) FILTER (WHERE r.key <> '')
+    INTO v_running, v_running_total, v_running_keys
     FROM (SELECT coalesce(j.flow_key, '') AS key, count(*)::int AS n FROM ${JOBS} j
           WHERE j.locked_until IS NOT NULL AND j.queue = p_queue AND j.state = 'running' GROUP BY 1) r;
   ELSE
@@ -181,7 +157,8 @@ BEGIN
     END IF;
   END IF;
   IF p_key_rate IS NOT NULL THEN
-    SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}') INTO v_key_claims FROM (
+    SELECT coalesce(jsonb_object_agg(c.key, c.n), '{}'), count(*) FILTER (WHERE c.key <> '')
+    INTO v_key_claims, v_claimed_keys FROM (
       SELECT c.key, sum(c.n)::int AS n FROM {{schema}}.flow_claims c
       WHERE c.queue = p_queue AND c.at > v_now - p_key_rate_ms * interval '1 millisecond' GROUP BY c.key) c;
   END IF;
@@ -201,145 +178,22 @@ BEGIN
   END IF;
   v_room := greatest(0, v_room);
 
+  -- The keys that have jobs running, or claims in the rate window, are most often the keys the
+  -- last claims took from: this claim's share will be about p_limit / that many. Only a guess:
+  -- the walk reads no more than a share can be (p_limit / the keys found so far), the candidates
+  -- fetch what it read short, and the decisions do not depend on it.
+  IF greatest(v_running_keys, v_claimed_keys) > 0 THEN
+    v_fetch := greatest(1, ceil(p_limit::float8 / greatest(v_running_keys, v_claimed_keys)))::int;
+  END IF;
   v_visit := p_limit + 32 + v_running_total + (SELECT count(*) FROM jsonb_object_keys(v_pauses))::int
     + (SELECT count(*) FROM jsonb_object_keys(v_key_claims))::int;
 
-  RETURN QUERY
-  WITH RECURSIVE walk AS (
-    -- The keys in rotation order (seg 0: after the cursor; seg 1: from the start), until room
-    -- keys can give a job or keysToVisit's bound. Row 0 is where the rotation starts (no key);
-    -- each step is one probe of jobs_flow_idx, the next key's first job in claim order.
-    SELECT coalesce(v_cursor, '') COLLATE "C" AS key, CASE WHEN v_cursor IS NULL THEN 1 ELSE 0 END AS seg,
-           0 AS n, NULL::bigint AS id, NULL::int AS priority, NULL::timestamptz AS run_at, 0 AS room,
-           false AS due, 0 AS usable
-    UNION ALL
-    SELECT nx.key, nx.seg, w.n + 1, nx.id, nx.priority, nx.run_at, z.room, z.due,
-           w.usable + (z.room > 0 AND z.due)::int
-    FROM walk w
-    LEFT JOIN LATERAL ${firstAfter("w.key", "true")} x ON true
-    -- Past the last key, seg 0 goes on from the start (probed only then).
-    LEFT JOIN LATERAL ${firstAfter("''", "w.seg = 0 AND x.key IS NULL")} y ON true
-    CROSS JOIN LATERAL (
-      SELECT x.key, w.seg, x.id, x.priority, x.run_at
-      WHERE x.key IS NOT NULL AND (w.seg = 0 OR v_cursor IS NULL OR x.key <= v_cursor)
-      UNION ALL
-      SELECT y.key, 1, y.id, y.priority, y.run_at WHERE y.key <= v_cursor
-    ) nx
-    -- A key has a due job when its first one is (else a probe looks further).
-    CROSS JOIN LATERAL (SELECT ${keyRoom("nx.key")} AS room,
-      CASE WHEN nx.run_at <= v_now THEN true ELSE ${hasDue("nx.key")} END AS due OFFSET 0) z
-    WHERE w.n = 0 OR (w.n < v_visit AND w.usable < v_room)
-  ),
-  visited AS (
-    SELECT w.key, w.seg, w.room, w.id, w.priority, w.run_at, w.run_at <= v_now AS first_due
-    FROM walk w WHERE w.n > 0 AND w.due
-  ),
-  counts AS (
-    SELECT count(*) FILTER (WHERE v.room > 0) AS usable, count(*) AS due FROM visited v
-  ),
-  -- Does the keyless group have a due job, among the same candidates as below (a bounded walk
-  -- of jobs_claim_idx: an unbounded one read every pending job of a keyed backlog per claim).
-  unkeyed AS (
-    SELECT EXISTS (SELECT 1 FROM (SELECT j.flow_key FROM ${JOBS} j
-        WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
-        ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window) h WHERE h.flow_key IS NULL)
-      OR EXISTS (SELECT 1 FROM ${JOBS} j WHERE j.queue = p_queue AND j.state = 'pending'
-        AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now) AS found
-  ),
-  cand AS (
-    -- Each visited key's due jobs: a share of the claim for those with room, enough to count
-    -- what a limit holds back for the others. The walk found the first (when due); a probe
-    -- fetches the rest of a share above one.
-    SELECT c.id, k.key, k.seg, k.room,
-           row_number() OVER (PARTITION BY k.key ORDER BY c.priority DESC, c.run_at, c.id) AS round
-    FROM (
-      SELECT v.*, v.first_due::int AS got, ceil(p_limit::float8 / greatest(1, CASE WHEN v.room > 0
-        THEN (SELECT n.usable FROM counts n) + (SELECT u.found FROM unkeyed u)::int
-        ELSE (SELECT n.due FROM counts n) END))::int AS share
-      FROM visited v
-    ) k,
-    LATERAL (
-      SELECT k.id, k.priority, k.run_at WHERE k.first_due
-      UNION ALL
-      (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
-       WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = k.key AND j.run_at <= v_now
-       ORDER BY j.priority DESC, j.run_at, j.id OFFSET k.got LIMIT k.share - k.got)
-    ) c
-    UNION ALL
-    -- The keyless group: jobs without a key among the queue's first due jobs, and jobs keyed ''.
-    SELECT u.id, '', 1, p_limit, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id)
-    FROM (
-      SELECT h.id, h.priority, h.run_at FROM (
-        SELECT j.id, j.flow_key, j.priority, j.run_at FROM ${JOBS} j
-        WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
-        ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_unkeyed_window
-      ) h WHERE h.flow_key IS NULL
-      UNION ALL
-      (SELECT j.id, j.priority, j.run_at FROM ${JOBS} j
-       WHERE j.queue = p_queue AND j.state = 'pending' AND j.flow_key COLLATE "C" = '' AND j.run_at <= v_now
-       ORDER BY j.priority DESC, j.run_at, j.id LIMIT p_limit)
-      ORDER BY 2 DESC, 3, 1 LIMIT p_limit
-    ) u
-    WHERE (SELECT u.found FROM unkeyed u)
-  ),
-  picks AS (
-    SELECT c.id, c.key, row_number() OVER (ORDER BY c.round, c.seg, c.key COLLATE "C") AS ord FROM (
-      SELECT * FROM cand WHERE cand.round <= cand.room ORDER BY cand.round, cand.seg, cand.key COLLATE "C" LIMIT v_room
-    ) c
-  ),
-  claimed AS (
-    UPDATE ${JOBS} j
-    SET state = 'running', attempt = j.attempt + 1, lease_token = j.lease_token + 1, locked_by = p_worker,
-        locked_until = v_now + p_lease_ms * interval '1 millisecond', started_at = v_now, progress = NULL
-    FROM picks p
-    WHERE j.id = p.id AND j.state = (SELECT 'pending'::text)
-    RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at,
-              j.created_at, j.lease_token, j.locked_until, j.flow_key, j.trace_context, p.key AS pick_key, p.ord
-  ),
-  logged AS (
-    INSERT INTO {{schema}}.flow_claims (queue, key, at, n)
-    SELECT p_queue, c.pick_key, v_now, count(*) FROM claimed c
-    WHERE v_window > 0 GROUP BY c.pick_key
-  ),
-  forgotten AS (
-    DELETE FROM {{schema}}.flow_claims c
-    WHERE v_window > 0 AND c.queue = p_queue AND c.at <= v_now - v_keep * interval '1 millisecond'
-  ),
-  moved AS (
-    INSERT INTO {{schema}}.flow_cursors (queue, cursor)
-    SELECT p_queue, c.pick_key FROM claimed c ORDER BY c.ord DESC LIMIT 1
-    ON CONFLICT (queue) DO UPDATE SET cursor = EXCLUDED.cursor
-  ),
-  held AS (
-    SELECT greatest(0, least((SELECT count(*) FROM cand), p_limit) - (SELECT count(*) FROM claimed))::int AS n
-  ),
-  waiting AS (
-    INSERT INTO {{schema}}.flow_waits (queue)
-    SELECT p_queue FROM held h WHERE h.n > 0 AND (p_global IS NOT NULL OR p_key_limit IS NOT NULL)
-    ON CONFLICT DO NOTHING
-  ),
-  not_waiting AS (
-    DELETE FROM {{schema}}.flow_waits w WHERE w.queue = p_queue AND (SELECT h.n FROM held h) = 0
-  )
-  SELECT r.id, r.queue, r.name, r.payload, r.priority, r.attempt, r.max_attempts, r.key, r.run_at, r.created_at,
-         r.lease_token, r.locked_until, r.flow_key, r.trace_context, r.held, r.retry_ms
-  FROM (
-    SELECT c.ord, c.id, c.queue, c.name, c.payload, c.priority, c.attempt, c.max_attempts, c.key,
-           ${epochMs("c.run_at")} AS run_at, ${epochMs("c.created_at")} AS created_at, c.lease_token,
-           ${epochMs("c.locked_until")} AS locked_until, c.flow_key, c.trace_context, NULL::int AS held,
-           NULL::float8 AS retry_ms
-    FROM claimed c
-    UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           h.n, CASE WHEN h.n > 0 THEN least(v_retry, (
-             -- Why keys with due jobs wait: their pause, their rate window.
-             SELECT min(least(
-               (v_pauses ->> k.key)::float8 - ${epochMs("v_now")},
-               CASE WHEN p_key_rate IS NOT NULL AND coalesce((v_key_claims ->> k.key)::int, 0) >= p_key_rate
-                    THEN ${windowFrees("c.key = k.key", "p_key_rate", "p_key_rate_ms")} END))
-             FROM visited k)) END
-    FROM held h
-  ) r ORDER BY r.ord NULLS LAST;
+  -- Both forms decide alike (sql/flow-claim-walk.ts); each has its plan cached.
+  IF v_fetch > 1 THEN
+    RETURN QUERY ${claimStatement(true)};
+  ELSE
+    RETURN QUERY ${claimStatement(false)};
+  END IF;
 END
 $flow_claim$;
 `;

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL migrations 6 to 12 (tracing, waitFor, the ledger's scopes, dependencies, flow
+ * PostgreSQL migrations 6 to 13 (tracing, waitFor, the ledger's scopes, dependencies, flow
  * control's one-round-trip claim, its plans and its key walk), moved out of migrations.ts only to keep files short:
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
@@ -7,7 +7,7 @@
 import { FLOW_CLAIM_DEFINITION, FLOW_CLAIM_TABLES } from "./sql/flow-claim-function.js";
 
 /** PostgresMigration entries, typed where migrations.ts spreads them (importing the type here would make a cycle). */
-export const MIGRATIONS_6_TO_12 = [
+export const MIGRATIONS_6_TO_14 = [
   {
     version: 6,
     name: "tracing: the trace context of the enqueue",
@@ -191,5 +191,12 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_windows (
   keep_until timestamptz NOT NULL
 );
 ${FLOW_CLAIM_DEFINITION}`,
+  },
+  {
+    version: 14,
+    name: "flow_claim: the key walk reads a key's share of jobs in the descent that finds the key",
+    // The function's newest text again, as migration 11. Not breaking: same arguments, same rows,
+    // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
+    sql: FLOW_CLAIM_DEFINITION,
   },
 ];
