@@ -11,11 +11,22 @@
  *   the id named. (A job cannot be waiting on a pruned dependency: only finished jobs are pruned,
  *   and a finish resolves its dependents in the same transaction.)
  * - An idempotency key whose job was pruned makes a new job, which then holds the key.
+ * - A job with a scoped key (`unique`, `replace`, debounce) and `dependsOn` waits for its
+ *   dependencies like any other. Before the fix PostgreSQL stored it `pending` without its
+ *   edges (the scoped-key insert path skipped the dependency plan), so it ran before its
+ *   dependency; memory and SQLite kept it `waiting`.
  */
 import assert from "node:assert/strict";
 import { describe } from "node:test";
 import type { DependencyFailurePolicy, NewJob, Store } from "../../src/store/types.js";
+import type { UniqueRule } from "../../src/unique-rule.js";
 import { eachStore, finish, insertOne, mustGet, newJob } from "./helpers.js";
+
+const SCOPES: Record<string, UniqueRule> = {
+  "unique pending": { while: "pending", forMs: null, replace: false, debounce: null },
+  "unique unfinished, replace": { while: "unfinished", forMs: null, replace: true, debounce: null },
+  debounce: { while: "pending", forMs: null, replace: true, debounce: { delayMs: 0, maxWaitMs: null } },
+};
 
 const after = (
   ids: string[],
@@ -78,6 +89,31 @@ eachStore((it) => {
         const dependent = await mustGet(store, w.job.id);
         assert.equal(dependent.state, state);
         assert.match(dependent.lastError ?? "", new RegExp(`dependency job ${a.id} was cancelled`));
+      });
+    }
+
+    for (const [what, unique] of Object.entries(SCOPES)) {
+      it(`a job with a scoped key (${what}) waits for its dependencies`, async (store) => {
+        const a = await insertOne(store);
+        // With a plain job in the same call: a scoped key anywhere in a batch used to drop the
+        // dependencies of every job of it.
+        const [plain, w] = await store.insertJobs([
+          after([a.id]),
+          after([a.id], "fail", { key: "k", unique }),
+        ]);
+        assert.equal(w.created, true);
+        assert.equal(w.job.state, "waiting", "the record returned");
+        assert.equal((await mustGet(store, w.job.id)).state, "waiting", "the stored job");
+        assert.equal((await mustGet(store, plain.job.id)).state, "waiting", "the plain job of the batch");
+        assert.deepEqual(
+          (await store.getJobLinks(w.job.id)).dependencies.map((d) => d.id),
+          [a.id],
+        );
+        const [ca] = await claimAll(store);
+        assert.equal(ca.id, a.id, "only the dependency is claimable");
+        assert.equal(await finish(store, ca, "completed"), true);
+        assert.equal((await mustGet(store, w.job.id)).state, "pending", "released by its completion");
+        assert.equal((await mustGet(store, plain.job.id)).state, "pending");
       });
     }
 
