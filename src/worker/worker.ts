@@ -37,6 +37,8 @@ const UPKEEP_MS = 10_000;
  */
 const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
+/** A stopping worker's longest wait for another connection's lock (Store.limitLockWaits). */
+const STOP_LOCK_WAIT_MS = 250;
 
 /**
  * One worker process's runtime and its lifecycle (start, graceful and hard stop, hurry, crash).
@@ -302,14 +304,18 @@ export class Worker implements ProducerHost {
    * store holds past that are abandoned (their jobs come back when their leases expire).
    */
   private async stopBy(deadline: Deadline, timeoutMs: number): Promise<StopResult> {
+    const restoreWaits = this.deps.store.limitLockWaits?.(STOP_LOCK_WAIT_MS) ?? (() => {});
     const result = await deadline.race(this.doStop(timeoutMs));
     deadline.cancel();
-    if (result) return result;
+    if (result) {
+      restoreWaits();
+      return result;
+    }
     const unwritten = this.jobs.active.size + this.completer.backlog;
     this.abortRunning();
     // Not awaited: it makes the completer give up after a few more tries instead of retrying
     // forever, so an embedding program is not kept alive by its retry timer.
-    void this.completer.drain();
+    void this.completer.drain().finally(restoreWaits);
     this.maintenance.stop();
     clearTimeout(this.boundedTimer);
     this.watchdog.stop();

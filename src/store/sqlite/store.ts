@@ -65,6 +65,7 @@ import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrations.js";
 import { Notifier, type NotifierOptions } from "./notifier.js";
 import * as pauses from "./pauses.js";
+import * as Q from "./queries.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
 import * as upkeep from "./upkeep.js";
@@ -109,6 +110,17 @@ export class SqliteStore implements Store {
 
   now(): Promise<Date> {
     return this.c.run(() => new Date(this.c.now()));
+  }
+
+  limitLockWaits(ms: number): () => void {
+    const { db } = this.c;
+    if (!this.c.ownsDb || !db.open) return () => {};
+    const before = db.pragma("busy_timeout", { simple: true }) as number;
+    if (before <= ms) return () => {};
+    db.pragma(Q.PRAGMA_BUSY_TIMEOUT(ms));
+    return () => {
+      if (db.open) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(before));
+    };
   }
 
   // ── enqueue ──────────────────────────────────────────────────────────────────────────────
