@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
-import type { Classification } from "../errors.js";
+import { type Classification, ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, Store } from "../store/types.js";
@@ -95,7 +95,7 @@ export class Worker implements ProducerHost {
       const flow = deps.flowLimits?.(queue) ?? null;
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify), flow);
     });
-    if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
+    if (this.producers.length === 0) throw new ValidationError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
     this.heartbeat = new Heartbeat(
       deps.store,
