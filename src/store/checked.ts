@@ -44,6 +44,19 @@ function string(value: unknown, what: string): string {
   return value;
 }
 
+/**
+ * A search text: a string without NUL characters. No stored job holds one (payloads, keys and
+ * messages are refused or cleaned of them), and PostgreSQL refused the statement with its raw
+ * "invalid byte sequence" error where memory and SQLite searched.
+ */
+function searchText(value: unknown, what: string): string {
+  if (typeof value !== "string")
+    throw new ValidationError(`${what} must be a string; got ${JSON.stringify(value) ?? String(value)}`);
+  if (value.includes("\u0000"))
+    throw new ValidationError(`${what} contains a NUL character (\\u0000), which no stored job holds`);
+  return value;
+}
+
 function object<T>(value: T, what: string): T {
   if (value === null || typeof value !== "object" || Array.isArray(value))
     throw new ValidationError(`${what} must be an object`);
@@ -101,6 +114,7 @@ const CHECKS: {
   listJobs: (filter: JobFilter) => {
     object(filter, "listJobs filter");
     if (filter.limit !== undefined) integer(filter.limit, "limit", 1, 1000);
+    if (filter.search !== undefined) searchText(filter.search, "search");
     return [filter];
   },
   throughput: (sinceMs, bucketMs) => [
@@ -153,7 +167,7 @@ const CHECKS: {
         `actOnJobs action must be retry, discard or cancel; got ${JSON.stringify(batch.action)}`,
       );
     if (batch.queue !== undefined) string(batch.queue, "actOnJobs queue");
-    if (batch.search !== undefined) string(batch.search, "actOnJobs search");
+    if (batch.search !== undefined) searchText(batch.search, "actOnJobs search");
     integer(batch.limit, "actOnJobs limit", 1, 1000);
     return [batch];
   },

@@ -83,6 +83,14 @@ eachStore((it) => {
           /search/,
         ],
         ["timings window NaN", () => store.recentTimings(Number.NaN, 10), /windowMs/],
+        // PostgreSQL answered a NUL in a search with its raw "invalid byte sequence for encoding
+        // UTF8: 0x00" (and the JSON API with a 500); memory and SQLite searched for it.
+        ["listJobs search with a NUL", () => store.listJobs({ search: "a\u0000b" }), /search contains a NUL/],
+        [
+          "bulk search with a NUL",
+          () => store.actOnJobs({ action: "retry", search: "\u0000", limit: 10 }),
+          /search contains a NUL/,
+        ],
       ];
       for (const [what, call, message] of refused) {
         await assert.rejects(call, (err: Error) => {
