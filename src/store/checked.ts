@@ -41,20 +41,25 @@ function string(value: unknown, what: string): string {
     throw new ValidationError(
       `${what} must be a non-empty string; got ${JSON.stringify(value) ?? String(value)}`,
     );
-  return value;
+  return noNul(value, what);
 }
 
 /**
- * A search text: a string without NUL characters. No stored job holds one (payloads, keys and
- * messages are refused or cleaned of them), and PostgreSQL refused the statement with its raw
- * "invalid byte sequence" error where memory and SQLite searched.
+ * No name, key or text errand stores holds a NUL character (it refuses or cleans them), and
+ * PostgreSQL refuses one in any statement with its raw "invalid byte sequence for encoding UTF8:
+ * 0x00" where memory and SQLite simply found nothing: refused alike on every store.
  */
+function noNul(value: string, what: string): string {
+  if (value.includes("\u0000"))
+    throw new ValidationError(`${what} contains a NUL character (\\u0000), which nothing stored can hold`);
+  return value;
+}
+
+/** A search text: any string without a NUL character (noNul). */
 function searchText(value: unknown, what: string): string {
   if (typeof value !== "string")
     throw new ValidationError(`${what} must be a string; got ${JSON.stringify(value) ?? String(value)}`);
-  if (value.includes("\u0000"))
-    throw new ValidationError(`${what} contains a NUL character (\\u0000), which no stored job holds`);
-  return value;
+  return noNul(value, what);
 }
 
 function object<T>(value: T, what: string): T {
@@ -115,6 +120,8 @@ const CHECKS: {
     object(filter, "listJobs filter");
     if (filter.limit !== undefined) integer(filter.limit, "limit", 1, 1000);
     if (filter.search !== undefined) searchText(filter.search, "search");
+    if (filter.queue !== undefined) string(filter.queue, "listJobs queue");
+    if (filter.name !== undefined) string(filter.name, "listJobs name");
     return [filter];
   },
   throughput: (sinceMs, bucketMs) => [
