@@ -91,6 +91,14 @@ test("the lowered lock wait lasts only while a worker stops, and never touches t
     assert.equal(busy(db), 250, "lowered while the worker stops");
     assert.equal((await stopping).clean, true);
     assert.equal(busy(db), 5000, "restored after a clean stop");
+    // Two stops at once (two workers of one errand): the first to end does not restore the wait
+    // the other still needs lowered.
+    const first = owned.store.limitLockWaits?.(250);
+    const second = owned.store.limitLockWaits?.(250);
+    first?.();
+    assert.equal(busy(db), 250, "still lowered while the other stop runs");
+    second?.();
+    assert.equal(busy(db), 5000, "restored once both ended");
     await owned.close();
 
     const app = new Database(path);

@@ -112,14 +112,20 @@ export class SqliteStore implements Store {
     return this.c.run(() => new Date(this.c.now()));
   }
 
+  /** Lowered waits in force (several workers of one errand may stop at once), and the wait before. */
+  private lockWaits = { limits: 0, before: 0 };
+
   limitLockWaits(ms: number): () => void {
     const { db } = this.c;
     if (!this.c.ownsDb || !db.open) return () => {};
-    const before = db.pragma("busy_timeout", { simple: true }) as number;
-    if (before <= ms) return () => {};
-    db.pragma(Q.PRAGMA_BUSY_TIMEOUT(ms));
+    const w = this.lockWaits;
+    if (w.limits++ === 0) w.before = db.pragma("busy_timeout", { simple: true }) as number;
+    if (ms < w.before) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(ms));
+    let restored = false;
     return () => {
-      if (db.open) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(before));
+      if (restored) return;
+      restored = true;
+      if (--w.limits === 0 && db.open) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(w.before));
     };
   }
 
