@@ -46,6 +46,8 @@ export class Completer {
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
+    /** The worker's lease: what the probe of a busy outcome's own row extends it by. */
+    private readonly leaseMs = 15_000,
   ) {}
 
   /** Outcomes reported and not yet written. */
@@ -132,8 +134,9 @@ export class Completer {
     let wrote = 0;
     let lastErr: unknown = null;
     const doubtful: Pending[] = [];
-    /** Outcomes whose write failed for no reason the store gave: a lock or timeout is a reason. */
+    /** Outcomes whose write failed for no reason the store gave, and those it said it was busy. */
     const unexplained: Pending[] = [];
+    const busy: Pending[] = [];
     for (const b of batch) {
       try {
         const [applied] = await this.store.finishJobs([b.outcome]);
@@ -145,7 +148,7 @@ export class Completer {
         else {
           lastErr = err;
           doubtful.push(b);
-          if (!isStoreBusy(err)) unexplained.push(b);
+          (isStoreBusy(err) ? busy : unexplained).push(b);
           // Nothing written and the errors say nothing about the data: the store is down, do not
           // spend a timeout on each of up to MAX_BATCH outcomes.
           if (wrote === 0 && doubtful.length >= 3) break;
@@ -155,6 +158,15 @@ export class Completer {
     if (unexplained.length > 0 && (wrote > 0 || (await this.answers()))) {
       // The store takes other writes, or at least answers: these fail for their own sake.
       for (const b of unexplained) if (++b.strikes >= MAX_STRIKES) await this.refused(b, lastErr ?? batchErr);
+    }
+    // A lock or a timeout is held against an outcome only when its own job's row takes a write
+    // at that moment (its lease is extended): then the write timed out for its own sake (a
+    // cascade too slow for the statement timeout, say), and retrying it for ever would hold the
+    // job `running` for ever. While the row cannot be written either (another connection's lock),
+    // the outcome just waits for the store.
+    for (const b of busy) {
+      if ((await this.rowWritable(b)) && ++b.strikes >= MAX_STRIKES)
+        await this.refused(b, lastErr ?? batchErr);
     }
     return batch.some((b) => this.queue.includes(b)) ? (lastErr ?? batchErr) : null;
   }
@@ -191,6 +203,17 @@ export class Completer {
   /** Resolves an outcome's promise; a write that came back "not applied" after one that threw is checked. */
   private async settle(b: Pending, applied: boolean): Promise<void> {
     b.resolve(applied || (b.uncertain && (await this.appliedEarlier(b))));
+  }
+
+  /** Whether the outcome's job row takes a write now: its lease is extended (as a heartbeat would). */
+  private async rowWritable(b: Pending): Promise<boolean> {
+    try {
+      const { id, leaseToken } = b.outcome;
+      await this.store.extendLeases([{ id, leaseToken }], this.leaseMs);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Whether the store answers at all (a write failed for no reason that names the data). */

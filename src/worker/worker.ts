@@ -82,7 +82,7 @@ export class Worker implements ProducerHost {
     this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
     this.settings = workerSettings(options, bounded !== undefined);
     this.id = this.settings.id;
-    this.completer = new Completer(deps.store, deps.log);
+    this.completer = new Completer(deps.store, deps.log, this.settings.leaseMs);
     this.jobs = new RunningJobs({
       completer: this.completer,
       events: deps.events,
