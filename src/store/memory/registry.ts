@@ -104,7 +104,12 @@ export class MemoryRegistry {
       this.ledger.set(scope, entries);
     }
     if (!entries.has(key))
-      entries.set(key, { jobId: String(jobId), value: jsonCopy(value), createdAt: this.clock() });
+      entries.set(key, {
+        jobId: String(jobId),
+        // undefined stays undefined: the SQL stores read a stored NULL back as that.
+        value: value === undefined ? undefined : jsonCopy(value),
+        createdAt: this.clock(),
+      });
   }
 
   /** A deleted job's own ctx.once entries go with it. */
