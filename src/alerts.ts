@@ -26,7 +26,8 @@
  * it fire again. State lives in this process: run the watcher in one process (e.g. beside
  * `errand serve`), or every process that runs one sends its own alert.
  *
- * A failing hook or webhook is logged and never stops the watcher; the webhook has a timeout.
+ * A failing hook or webhook is logged and never stops the watcher; the webhook has a timeout, and
+ * a hook is waited for at most `hookTimeout` (test/http/alerts-hooks.test.ts).
  */
 import { type Duration, parseDuration } from "./duration.js";
 import type { Errand } from "./errand.js";
@@ -77,6 +78,12 @@ export interface AlertOptions {
   onResolve?: (alert: Alert) => void | Promise<void>;
   /** POSTs `{ status, alert }` as JSON on every fire and resolve. */
   webhook?: string | WebhookOptions;
+  /**
+   * Stop waiting for `onAlert` / `onResolve` after this long (the call is logged and left to
+   * finish on its own), so a hook stuck on a silent connection does not stop the watcher.
+   * Default 10s.
+   */
+  hookTimeout?: Duration;
   /** How often rules are checked. Default 30s. */
   interval?: Duration;
   /** Default: the errand's logger. */
@@ -180,6 +187,9 @@ export function watchAlerts(
     }
   }
   const webhookTimeout = parseDuration(webhook?.timeout ?? "5s", "webhook.timeout");
+  const hookTimeout = parseDuration(options.hookTimeout ?? "10s", "hookTimeout");
+  if (hookTimeout <= 0)
+    throw new ValidationError(`hookTimeout must be a positive duration; got ${hookTimeout} ms`);
   /** Open episodes: `${rule index}\0${queue}` → the alert that fired. */
   const firing = new Map<string, Alert>();
   let running: Promise<Alert[]> | null = null;
@@ -259,10 +269,30 @@ export function watchAlerts(
     else log.info({ alert: fields }, `errand alert ${alert.message}`);
     const hook = alert.status === "firing" ? options.onAlert : options.onResolve;
     if (hook) {
+      const name = alert.status === "firing" ? "onAlert" : "onResolve";
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await hook(alert);
-      } catch (err) {
-        log.error({ err }, `the ${alert.status === "firing" ? "onAlert" : "onResolve"} hook threw`);
+        // Checks run one at a time: a hook that never settles would stop every later check.
+        const gaveUp = new Promise<"gave up">((resolve) => {
+          timer = setTimeout(() => resolve("gave up"), hookTimeout);
+        });
+        const call = Promise.resolve().then(() => hook(alert));
+        call.catch((err) => log.error({ err }, `the ${name} hook threw`));
+        if (
+          (await Promise.race([
+            call.then(
+              () => "done",
+              () => "done",
+            ),
+            gaveUp,
+          ])) === "gave up"
+        )
+          log.error(
+            { queue: alert.queue, kind: alert.kind },
+            `the ${name} hook did not settle within ${hookTimeout} ms; the watcher goes on without it`,
+          );
+      } finally {
+        clearTimeout(timer);
       }
     }
     if (webhook) await postWebhook(alert);

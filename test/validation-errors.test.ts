@@ -61,3 +61,31 @@ test("bad input to the library's checks is a ValidationError naming the problem"
     await errand.close();
   }
 });
+
+// A worker id is written with every claim (locked_by) and history entry. Before the check, an
+// empty or non-string id started a worker that never claimed a job (on every store, silently),
+// one with a NUL never claimed on PostgreSQL, and a lone surrogate was stored as U+FFFD (one on
+// PostgreSQL, three on SQLite), so the worker's own history entries no longer matched its id.
+test("errand.work refuses a worker id no store can hold, and bad worker options, with a ValidationError", async () => {
+  const job = defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} });
+  const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs: [job] });
+  try {
+    for (const [what, id] of [
+      ["empty", ""],
+      ["a number", 42],
+      ["a NUL", "w\u0000x"],
+      ["a lone surrogate", "w\ud800x"],
+      ["too long", "x".repeat(513)],
+    ] as const) {
+      refused(`worker id ${what}`, () => errand.work(["q"], { id: id as never }), /worker id/);
+    }
+    refused(
+      "heartbeat past the lease",
+      () => errand.work(["q"], { lease: "1s", heartbeat: "2s" }),
+      /heartbeat must be shorter than the lease/,
+    );
+    refused("batchSize", () => errand.work(["q"], { batchSize: 0 }), /batchSize must be an integer/);
+  } finally {
+    await errand.close();
+  }
+});

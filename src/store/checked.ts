@@ -41,7 +41,25 @@ function string(value: unknown, what: string): string {
     throw new ValidationError(
       `${what} must be a non-empty string; got ${JSON.stringify(value) ?? String(value)}`,
     );
+  return noNul(value, what);
+}
+
+/**
+ * No name, key or text errand stores holds a NUL character (it refuses or cleans them), and
+ * PostgreSQL refuses one in any statement with its raw "invalid byte sequence for encoding UTF8:
+ * 0x00" where memory and SQLite simply found nothing: refused alike on every store.
+ */
+function noNul(value: string, what: string): string {
+  if (value.includes("\u0000"))
+    throw new ValidationError(`${what} contains a NUL character (\\u0000), which nothing stored can hold`);
   return value;
+}
+
+/** A search text: any string without a NUL character (noNul). */
+function searchText(value: unknown, what: string): string {
+  if (typeof value !== "string")
+    throw new ValidationError(`${what} must be a string; got ${JSON.stringify(value) ?? String(value)}`);
+  return noNul(value, what);
 }
 
 function object<T>(value: T, what: string): T {
@@ -101,6 +119,9 @@ const CHECKS: {
   listJobs: (filter: JobFilter) => {
     object(filter, "listJobs filter");
     if (filter.limit !== undefined) integer(filter.limit, "limit", 1, 1000);
+    if (filter.search !== undefined) searchText(filter.search, "search");
+    if (filter.queue !== undefined) string(filter.queue, "listJobs queue");
+    if (filter.name !== undefined) string(filter.name, "listJobs name");
     return [filter];
   },
   throughput: (sinceMs, bucketMs) => [
@@ -159,7 +180,7 @@ const CHECKS: {
         `actOnJobs action must be retry, discard or cancel; got ${JSON.stringify(batch.action)}`,
       );
     if (batch.queue !== undefined) string(batch.queue, "actOnJobs queue");
-    if (batch.search !== undefined) string(batch.search, "actOnJobs search");
+    if (batch.search !== undefined) searchText(batch.search, "actOnJobs search");
     integer(batch.limit, "actOnJobs limit", 1, 1000);
     return [batch];
   },

@@ -304,6 +304,15 @@ export interface Store {
    * timeouts from it, so a connection that went silent is dropped within about a lease.
    */
   useLease?(leaseMs: number): void;
+
+  /**
+   * A stopping worker's hard deadline: from now on a statement waits at most `ms` for a lock
+   * another connection holds, until the returned function restores the wait. SQLite waits
+   * (busy_timeout, 5 s by default) inside the thread, where no timer or signal handler runs, so
+   * the deadline could not cut such a wait short (test/reliability/sqlite-shutdown-lock.test.ts).
+   * Only a handle errand opened is changed; an application's own (`{ db }`) keeps its setting.
+   */
+  limitLockWaits?(ms: number): () => void;
 }
 
 export type { AttemptRecord };

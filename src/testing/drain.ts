@@ -54,7 +54,11 @@ function emptyResult(): DrainResult {
 }
 
 /** Runs what is due now and what those jobs enqueue, until nothing due is left. */
-export async function drainNow(runner: Runner, into: DrainResult = emptyResult()): Promise<DrainResult> {
+export async function drainNow(
+  runner: Runner,
+  into: DrainResult = emptyResult(),
+  what: "drain" | "advance" = "drain",
+): Promise<DrainResult> {
   const { errand } = runner;
   into.schedulesFired += (await errand.fireSchedules()).fired;
   if (errand.queueNames.length === 0) return into;
@@ -65,6 +69,9 @@ export async function drainNow(runner: Runner, into: DrainResult = emptyResult()
   errand.on("retrying", onRetry).on("failed", onFail).on("released", onRelease);
   try {
     for (;;) {
+      // Checked before each run as well: `into` carries the runs of the earlier moments of an
+      // advance or drain({ untilIdle }), where a job rescheduling itself runs once per moment.
+      if (into.ran > runner.maxJobs) throw tooManyJobs(runner, what);
       const r = await errand.processJobs({
         // One past maxJobs at most, so a job that enqueues itself is caught after maxJobs runs,
         // not after the time budget.
@@ -81,18 +88,20 @@ export async function drainNow(runner: Runner, into: DrainResult = emptyResult()
       into.cancelled += r.cancelled;
       into.stillDue = r.stillDue;
       if (released.length > 0 || r.released > 0) throw stuck(runner, released);
+      if (into.ran > runner.maxJobs) throw tooManyJobs(runner, what);
       // Nothing due is left (stillDue counts jobs the run's own handlers enqueued too): done,
       // without one more run to find that out.
       if (r.claimed === 0 || r.stillDue === 0) return into;
-      if (into.ran > runner.maxJobs) {
-        throw new Error(
-          `errand/testing: more than ${runner.maxJobs} jobs ran in one drain; do jobs enqueue each other forever? (raise maxJobs if not)`,
-        );
-      }
     }
   } finally {
     errand.off("retrying", onRetry).off("failed", onFail).off("released", onRelease);
   }
+}
+
+function tooManyJobs(runner: Runner, what: "drain" | "advance"): Error {
+  return new Error(
+    `errand/testing: more than ${runner.maxJobs} jobs ran in one ${what}; do jobs enqueue each other forever, or a job reschedule itself without end? (raise maxJobs if not)`,
+  );
 }
 
 function stuck(runner: Runner, released: JobEvent["job"][]): Error {
@@ -141,17 +150,17 @@ async function nextMoment(runner: Runner, schedules: boolean): Promise<number | 
  */
 export async function advanceBy(runner: Runner, ms: number): Promise<DrainResult> {
   const target = runner.clock.nowMs() + ms;
-  const result = await drainNow(runner);
+  const result = await drainNow(runner, undefined, "advance");
   for (let step = 0; ; step++) {
     const next = await nextMoment(runner, true);
     if (next === null || next > target) break;
     if (step >= MAX_STEPS) throw tooManySteps();
     runner.clock.set(next);
-    await drainNow(runner, result);
+    await drainNow(runner, result, "advance");
   }
   if (target > runner.clock.nowMs()) {
     runner.clock.set(target);
-    await drainNow(runner, result);
+    await drainNow(runner, result, "advance");
   }
   return result;
 }

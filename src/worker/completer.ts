@@ -46,6 +46,8 @@ export class Completer {
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
+    /** The worker's lease: what the probe of a busy outcome's own row extends it by. */
+    private readonly leaseMs = 15_000,
   ) {}
 
   /** Outcomes reported and not yet written. */
@@ -132,6 +134,9 @@ export class Completer {
     let wrote = 0;
     let lastErr: unknown = null;
     const doubtful: Pending[] = [];
+    /** Outcomes whose write failed for no reason the store gave, and those it said it was busy. */
+    const unexplained: Pending[] = [];
+    const busy: Pending[] = [];
     for (const b of batch) {
       try {
         const [applied] = await this.store.finishJobs([b.outcome]);
@@ -143,15 +148,25 @@ export class Completer {
         else {
           lastErr = err;
           doubtful.push(b);
+          (isStoreBusy(err) ? busy : unexplained).push(b);
           // Nothing written and the errors say nothing about the data: the store is down, do not
           // spend a timeout on each of up to MAX_BATCH outcomes.
           if (wrote === 0 && doubtful.length >= 3) break;
         }
       }
     }
-    if (doubtful.length > 0 && (wrote > 0 || (await this.answers()))) {
+    if (unexplained.length > 0 && (wrote > 0 || (await this.answers()))) {
       // The store takes other writes, or at least answers: these fail for their own sake.
-      for (const b of doubtful) if (++b.strikes >= MAX_STRIKES) await this.refused(b, lastErr ?? batchErr);
+      for (const b of unexplained) if (++b.strikes >= MAX_STRIKES) await this.refused(b, lastErr ?? batchErr);
+    }
+    // A lock or a timeout is held against an outcome only when its own job's row takes a write
+    // at that moment (its lease is extended): then the write timed out for its own sake (a
+    // cascade too slow for the statement timeout, say), and retrying it for ever would hold the
+    // job `running` for ever. While the row cannot be written either (another connection's lock),
+    // the outcome just waits for the store.
+    for (const b of busy) {
+      if ((await this.rowWritable(b)) && ++b.strikes >= MAX_STRIKES)
+        await this.refused(b, lastErr ?? batchErr);
     }
     return batch.some((b) => this.queue.includes(b)) ? (lastErr ?? batchErr) : null;
   }
@@ -188,6 +203,17 @@ export class Completer {
   /** Resolves an outcome's promise; a write that came back "not applied" after one that threw is checked. */
   private async settle(b: Pending, applied: boolean): Promise<void> {
     b.resolve(applied || (b.uncertain && (await this.appliedEarlier(b))));
+  }
+
+  /** Whether the outcome's job row takes a write now: its lease is extended (as a heartbeat would). */
+  private async rowWritable(b: Pending): Promise<boolean> {
+    try {
+      const { id, leaseToken } = b.outcome;
+      await this.store.extendLeases([{ id, leaseToken }], this.leaseMs);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Whether the store answers at all (a write failed for no reason that names the data). */
@@ -262,6 +288,36 @@ export function isUnstorable(err: unknown): boolean {
     if (name === "DataCloneError") return true;
     if (code === "ERR_VALIDATION" || code === "SQLITE_TOOBIG") return true;
     return typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a write failed because the store could not take a write just then — a lock held by
+ * someone else, a timeout, a lost connection, a server shutting down or out of room — rather
+ * than anything about the outcome. Such a failure is never held against the outcome: the store
+ * still answers reads meanwhile (SQLite while another connection holds the write lock past
+ * busy_timeout; PostgreSQL while a CREATE INDEX holds a SHARE lock on the jobs table), and
+ * counting it as a strike turned a completed job into a permanent failure after three rounds
+ * (test/reliability/locked-store.test.ts). SQLite: SQLITE_BUSY, SQLITE_LOCKED, I/O, full disk.
+ * PostgreSQL SQLSTATE classes 08 (connection), 40 (serialization, deadlock), 53 (resources),
+ * 57 (statement timeout, shutdown), 58 (system), and 55P03/55006 (lock not available, object in
+ * use); errand's and node-postgres's own timeouts; network errors.
+ */
+export function isStoreBusy(err: unknown): boolean {
+  try {
+    const { code, message } = err as { code?: unknown; message?: unknown };
+    if (typeof code === "string") {
+      if (/^SQLITE_(BUSY|LOCKED|IOERR|FULL|PROTOCOL|CANTOPEN)/.test(code)) return true;
+      if (/^(08|40|53|57|58)[0-9A-Z]{3}$/.test(code) || code === "55P03" || code === "55006") return true;
+      if (
+        code === "ERRAND_PG_SILENT" ||
+        /^E(CONN|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH|NETUNREACH)/.test(code)
+      )
+        return true;
+    }
+    return typeof message === "string" && /^(Query read timeout|Connection terminated)/.test(message);
   } catch {
     return false;
   }

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
-import type { Classification } from "../errors.js";
+import { type Classification, ValidationError } from "../errors.js";
+import { storableString } from "../payload.js";
 import type { PruneRequest } from "../store/types.js";
 
 export interface QueueOptions {
@@ -60,10 +61,15 @@ export interface WorkerSettings {
 
 /** Checks `options` (a clear error naming the bad one) and fills in the defaults. */
 export function workerSettings(options: WorkerOptions, bounded: boolean): WorkerSettings {
-  const id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Written with every claim and history entry: a string every store holds as given (an empty or
+  // non-string id claimed nothing, a NUL nothing on PostgreSQL; a lone surrogate came back changed).
+  const id =
+    options.id === undefined
+      ? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+      : storableString(options.id, "worker id");
   const leaseMs = parseDuration(options.lease ?? "15s", "lease");
   const heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(leaseMs / 3)), "heartbeat");
-  if (heartbeatMs >= leaseMs) throw new RangeError("heartbeat must be shorter than the lease");
+  if (heartbeatMs >= leaseMs) throw new ValidationError("heartbeat must be shorter than the lease");
   const pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
   const rescueMs = parseDuration(
     options.rescueInterval ?? Math.max(10, Math.floor(leaseMs / 2)),
@@ -72,7 +78,7 @@ export function workerSettings(options: WorkerOptions, bounded: boolean): Worker
   const shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
   const batchSize = options.batchSize ?? 500;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
-    throw new RangeError(`batchSize must be an integer from 1 to 10000, got ${batchSize}`);
+    throw new ValidationError(`batchSize must be an integer from 1 to 10000, got ${batchSize}`);
   }
   // A bounded run (processJobs, an HTTP tick) claims exactly what it runs: no read-ahead.
   const readAheadMs = bounded ? 0 : parseDuration(options.readAhead ?? "100ms", "readAhead");
@@ -100,7 +106,7 @@ export function workerSettings(options: WorkerOptions, bounded: boolean): Worker
 export function queueConcurrency(queue: string, options: QueueOptions): number {
   const concurrency = options.concurrency ?? 10;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
-    throw new RangeError(
+    throw new ValidationError(
       `concurrency of queue "${queue}" must be an integer from 1 to 10000, got ${concurrency}`,
     );
   }

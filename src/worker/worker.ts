@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
-import type { Classification } from "../errors.js";
+import { type Classification, ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, Store } from "../store/types.js";
@@ -37,6 +37,8 @@ const UPKEEP_MS = 10_000;
  */
 const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
+/** A stopping worker's longest wait for another connection's lock (Store.limitLockWaits). */
+const STOP_LOCK_WAIT_MS = 250;
 
 /**
  * One worker process's runtime and its lifecycle (start, graceful and hard stop, hurry, crash).
@@ -80,7 +82,7 @@ export class Worker implements ProducerHost {
     this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
     this.settings = workerSettings(options, bounded !== undefined);
     this.id = this.settings.id;
-    this.completer = new Completer(deps.store, deps.log);
+    this.completer = new Completer(deps.store, deps.log, this.settings.leaseMs);
     this.jobs = new RunningJobs({
       completer: this.completer,
       events: deps.events,
@@ -93,7 +95,7 @@ export class Worker implements ProducerHost {
       const flow = deps.flowLimits?.(queue) ?? null;
       return new Producer(this, queue, concurrency, this.executorDeps(q.classify), flow);
     });
-    if (this.producers.length === 0) throw new RangeError("a worker needs at least one queue");
+    if (this.producers.length === 0) throw new ValidationError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
     this.heartbeat = new Heartbeat(
       deps.store,
@@ -302,14 +304,18 @@ export class Worker implements ProducerHost {
    * store holds past that are abandoned (their jobs come back when their leases expire).
    */
   private async stopBy(deadline: Deadline, timeoutMs: number): Promise<StopResult> {
+    const restoreWaits = this.deps.store.limitLockWaits?.(STOP_LOCK_WAIT_MS) ?? (() => {});
     const result = await deadline.race(this.doStop(timeoutMs));
     deadline.cancel();
-    if (result) return result;
+    if (result) {
+      restoreWaits();
+      return result;
+    }
     const unwritten = this.jobs.active.size + this.completer.backlog;
     this.abortRunning();
     // Not awaited: it makes the completer give up after a few more tries instead of retrying
     // forever, so an embedding program is not kept alive by its retry timer.
-    void this.completer.drain();
+    void this.completer.drain().finally(restoreWaits);
     this.maintenance.stop();
     clearTimeout(this.boundedTimer);
     this.watchdog.stop();

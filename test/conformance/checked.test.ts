@@ -83,6 +83,24 @@ eachStore((it) => {
           /search/,
         ],
         ["timings window NaN", () => store.recentTimings(Number.NaN, 10), /windowMs/],
+        // PostgreSQL answered a NUL in a search with its raw "invalid byte sequence for encoding
+        // UTF8: 0x00" (and the JSON API with a 500); memory and SQLite searched for it.
+        ["listJobs search with a NUL", () => store.listJobs({ search: "a\u0000b" }), /search contains a NUL/],
+        ["listJobs queue with a NUL", () => store.listJobs({ queue: "q\u0000" }), /queue contains a NUL/],
+        ["listJobs name with a NUL", () => store.listJobs({ name: "\u0000" }), /name contains a NUL/],
+        ["retry queue with a NUL", () => store.retryJobs({ queue: "dlq\u0000" }), /queue contains a NUL/],
+        ["discard queue with a NUL", () => store.discardJobs({ queue: "dlq\u0000" }), /queue contains a NUL/],
+        ["dead letters of a NUL queue", () => store.deadLetterGroups("\u0000"), /queue contains a NUL/],
+        [
+          "pause a schedule with a NUL",
+          () => store.setSchedulePaused("s\u0000", true),
+          /name contains a NUL/,
+        ],
+        [
+          "bulk search with a NUL",
+          () => store.actOnJobs({ action: "retry", search: "\u0000", limit: 10 }),
+          /search contains a NUL/,
+        ],
       ];
       for (const [what, call, message] of refused) {
         await assert.rejects(call, (err: Error) => {

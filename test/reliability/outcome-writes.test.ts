@@ -152,6 +152,47 @@ for (const target of targets) {
       );
     });
 
+    test("an outcome whose write keeps timing out while its job's row takes writes is given up, not retried for ever", async () => {
+      // A statement timeout is what a lock held by another connection looks like too, and then
+      // the outcome waits (locked-store.test.ts). Here the job's row takes a write (its lease is
+      // extended) each time the outcome's write times out: the write fails for its own sake.
+      let target_id: string | null = null;
+      let timeouts = 0;
+      await withWrapped(
+        target,
+        (real) => ({
+          async finishJobs(outcomes: Outcome[]) {
+            if (outcomes.some((o) => o.id === target_id && o.kind === "completed")) {
+              timeouts++;
+              throw Object.assign(new Error("canceling statement due to statement timeout"), {
+                code: "57014",
+              });
+            }
+            return real.finishJobs(outcomes);
+          },
+        }),
+        async (errand, lines) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 3; i++) ids.push((await errand.enqueue(job, { i })).id);
+          target_id = ids[1];
+          const worker = errand.work({ q: { concurrency: 1 } }, { pollInterval: 50 });
+          const jobs = await finished(errand, ids);
+          await within(worker.stop(), 15_000, "worker.stop()");
+          assert.equal(jobs[0].state, "completed");
+          assert.equal(jobs[2].state, "completed");
+          assert.equal(jobs[1].state, "failed");
+          assert.match(
+            jobs[1].lastError ?? "",
+            /\(completed\): canceling statement due to statement timeout$/,
+          );
+          assert.ok(timeouts >= 3, `the write timed out ${timeouts} times before it was given up`);
+          assert.ok(
+            lines.some((l) => l.msg === "the store refused this job's outcome; recording it as failed"),
+          );
+        },
+      );
+    });
+
     test("a commit whose reply was lost is reported as applied, with its completed event", async () => {
       let lose: string | null = null;
       await withWrapped(

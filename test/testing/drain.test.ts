@@ -7,6 +7,7 @@ import { test } from "node:test";
 import { z } from "zod";
 import { defineJob, type JobDefinition, RetryableError } from "../../src/index.js";
 import { createTestErrand } from "../../src/testing/index.js";
+import { within } from "../helpers/wait.js";
 
 const times = (list: Date[]) => list.map((d) => d.toISOString());
 
@@ -206,4 +207,41 @@ test("a job that enqueues itself forever stops at maxJobs with an error saying s
   await t.errand.enqueue(again, {});
   await assert.rejects(t.drain(), /more than 50 jobs ran in one drain; do jobs enqueue each other forever/);
   await t.close();
+});
+
+// A job that reschedules itself into the future — a snooze-until-ready poll, or an enqueue with
+// a delay — is one job per moment of fake time: each drainNow runs one and finds nothing more due.
+// Before the fix maxJobs was checked only while jobs were still due, so drain({ untilIdle }) and
+// advance ran on past it until the batch limit it computed from maxJobs reached 0: they rejected
+// with processJobs' "limit must be an integer from 1 to 10000; got 0", which says nothing of a loop.
+test("a job that snoozes forever, or enqueues itself with a delay, stops at maxJobs in drain({ untilIdle }) and advance", async () => {
+  const snoozer = defineJob({
+    name: "snoozer",
+    schema: z.object({}),
+    run: async (_payload, ctx) => ctx.snooze("1m"),
+  });
+  const t = await createTestErrand({ maxJobs: 50 });
+  await t.errand.enqueue(snoozer, {});
+  await within(
+    assert.rejects(t.drain({ untilIdle: true }), /more than 50 jobs ran in one drain/),
+    60_000,
+    "drain({ untilIdle }) to give up",
+  );
+  await t.close();
+
+  const t2 = await createTestErrand({ maxJobs: 50 });
+  const again: JobDefinition<Record<string, never>> = defineJob({
+    name: "again-later",
+    schema: z.object({}),
+    async run() {
+      await t2.errand.enqueue(again, {}, { delay: "1m" });
+    },
+  });
+  await t2.errand.enqueue(again, {});
+  await within(
+    assert.rejects(t2.advance("30d"), /more than 50 jobs ran in one advance/),
+    60_000,
+    "advance to give up",
+  );
+  await t2.close();
 });

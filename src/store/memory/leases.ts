@@ -7,7 +7,7 @@ import type { AttemptRecord, JobLogLine } from "../../job.js";
 import { attemptFromOutcome, outcomeTransition } from "../common.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, RescuedJob } from "../types.js";
 import { MemoryJobTable, type Row } from "./job-table.js";
-import { clone } from "./registry.js";
+import { clone, jsonCopy } from "./registry.js";
 
 export abstract class MemoryLeases extends MemoryJobTable {
   protected claimRow(r: Row, req: { workerId: string; leaseMs: number }, now: number): ClaimedJob {
@@ -86,6 +86,8 @@ export abstract class MemoryLeases extends MemoryJobTable {
   }
 
   private applyOutcome(row: Row, outcome: Outcome, now: number): void {
+    // Copied before the row changes: a value JSON cannot copy must not leave half an outcome.
+    const result = outcome.kind === "completed" ? jsonCopy(outcome.result ?? null) : undefined;
     const t = outcomeTransition(outcome, row.cancelRequested, now);
     row.attempts.push(
       attemptFromOutcome(outcome, t, row.attempt, row.startedAt ?? new Date(now), new Date(now)),
@@ -94,7 +96,7 @@ export abstract class MemoryLeases extends MemoryJobTable {
     if (t.uncharge) row.attempt -= 1;
     if (t.runAt) row.runAt = t.runAt;
     if (outcome.error) row.lastError = outcome.error.message;
-    if (outcome.kind === "completed") row.result = clone(outcome.result ?? null);
+    if (outcome.kind === "completed") row.result = result;
     if (t.state !== "pending") row.finishedAt = new Date(now);
     row.lockedBy = null;
     row.lockedUntil = null;

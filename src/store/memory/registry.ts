@@ -13,6 +13,19 @@ interface LedgerEntry {
 
 export const clone = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
 
+/**
+ * A result or ctx.once value as the SQL stores hold it: its JSON form (a Date becomes its ISO
+ * text, NaN null, a function property is dropped, a `toJSON` is applied; `undefined` is null).
+ * A structured clone kept Dates, Maps and NaN that SQLite and PostgreSQL give back as strings,
+ * `{}` and null, so a unit test on memory (errand/testing) saw other values than production; and
+ * it threw on a function property, half-way through recording a completion
+ * (test/results/json-results.test.ts). The worker has checked the value is JSON already.
+ */
+export function jsonCopy(value: unknown): unknown {
+  const text = value === undefined ? undefined : JSON.stringify(value);
+  return text === undefined ? null : JSON.parse(text);
+}
+
 export class MemoryRegistry {
   protected readonly clock: () => number;
   /** ctx.once entries by scope ("" global, else the job's id), then by key. */
@@ -91,7 +104,12 @@ export class MemoryRegistry {
       this.ledger.set(scope, entries);
     }
     if (!entries.has(key))
-      entries.set(key, { jobId: String(jobId), value: clone(value), createdAt: this.clock() });
+      entries.set(key, {
+        jobId: String(jobId),
+        // undefined stays undefined: the SQL stores read a stored NULL back as that.
+        value: value === undefined ? undefined : jsonCopy(value),
+        createdAt: this.clock(),
+      });
   }
 
   /** A deleted job's own ctx.once entries go with it. */

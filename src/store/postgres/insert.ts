@@ -99,7 +99,12 @@ async function insertWithScopedKeys(
       ? compare(jobs[a].key as string, jobs[b].key as string)
       : compare(jobs[a].queue, jobs[b].queue),
   );
+  // Dependencies as on the plain path: the stored ones locked and checked before any write, the
+  // new jobs' states and edges written after. Without this a scoped job with dependsOn was
+  // stored pending, without its edges (test/conformance/dependency-edges.test.ts).
+  const linked = needsDependencyPlan(jobs);
   const run = async (c: Queryable): Promise<InsertResult[]> => {
+    const existing = linked ? await lockDependencies(db, c, jobs) : null;
     const results =
       plain.length > 0
         ? await insertOn(db, c, jobs, payloads, insertChunks(payloads, plain), client === null)
@@ -117,6 +122,7 @@ async function insertWithScopedKeys(
       });
     }
     await setFlowKeys(db, c, jobs, results);
+    if (existing) await writeDependencies(db, c, jobs, results, existing);
     return results;
   };
   if (client) return run(client);

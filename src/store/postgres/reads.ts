@@ -8,7 +8,7 @@ import type { JobFilter, JobPage, QueueStats, ThroughputBucket } from "../types.
 import { SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";
 import { isJobId, toDate, toDateOrNull, toJob } from "./rows.js";
-import { compactCounts } from "./upkeep.js";
+import { compactBeforeRead } from "./upkeep.js";
 
 export async function now(db: Db): Promise<Date> {
   const { rows } = await db.run("SELECT_NOW");
@@ -63,7 +63,7 @@ async function withoutJit<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>):
 }
 
 export async function stats(db: Db): Promise<QueueStats[]> {
-  await compactCounts(db);
+  await compactBeforeRead(db);
   const { rows } = await withoutJit(db, (client) => db.run("STATS", [], client));
   const byQueue = new Map<string, QueueStats>();
   for (const r of rows) {
@@ -109,7 +109,7 @@ export async function throughput(db: Db, sinceMs: number, bucketMs: number): Pro
   if (!(bucketMs > 0)) throw new ValidationError(`bucketMs must be a positive number; got ${bucketMs}`);
   // Whole-minute buckets within the counters' 25 hours come from the counters; others scan.
   const fromCounters = bucketMs % 60_000 === 0 && sinceMs >= 0 && sinceMs <= 24 * 3_600_000;
-  if (fromCounters) await compactCounts(db);
+  if (fromCounters) await compactBeforeRead(db);
   const { rows } = await withoutJit(db, (client) =>
     db.run(fromCounters ? "THROUGHPUT_BUCKETS" : "THROUGHPUT_SCAN", [sinceMs, bucketMs], client),
   );

@@ -17,6 +17,20 @@ export async function compactCounts(db: Db): Promise<void> {
   await db.run("COMPACT_COUNTS", [`errand.counts:${db.schema}`]);
 }
 
+/**
+ * The compaction a read of the counters begins with: only a saving (the reads add the deltas
+ * not yet folded in), so a session that cannot write — a read replica, a hot standby, a role
+ * with default_transaction_read_only — reads without it instead of failing (SQLSTATE 25006,
+ * test/postgres-store/read-only.test.ts).
+ */
+export async function compactBeforeRead(db: Db): Promise<void> {
+  try {
+    await compactCounts(db);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "25006") throw err;
+  }
+}
+
 /** Deletes old jobs (their ctx.once entries go with them: migrations.ts 8's trigger) and old global entries. */
 export async function pruneFinished(db: Db, req: PruneRequest): Promise<number> {
   let pruned = 0;

@@ -65,6 +65,7 @@ import { ledgerGet, ledgerPut } from "./ledger.js";
 import { migrate } from "./migrations.js";
 import { Notifier, type NotifierOptions } from "./notifier.js";
 import * as pauses from "./pauses.js";
+import * as Q from "./queries.js";
 import * as reads from "./reads.js";
 import * as schedules from "./schedules.js";
 import * as upkeep from "./upkeep.js";
@@ -109,6 +110,23 @@ export class SqliteStore implements Store {
 
   now(): Promise<Date> {
     return this.c.run(() => new Date(this.c.now()));
+  }
+
+  /** Lowered waits in force (several workers of one errand may stop at once), and the wait before. */
+  private lockWaits = { limits: 0, before: 0 };
+
+  limitLockWaits(ms: number): () => void {
+    const { db } = this.c;
+    if (!this.c.ownsDb || !db.open) return () => {};
+    const w = this.lockWaits;
+    if (w.limits++ === 0) w.before = db.pragma("busy_timeout", { simple: true }) as number;
+    if (ms < w.before) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(ms));
+    let restored = false;
+    return () => {
+      if (restored) return;
+      restored = true;
+      if (--w.limits === 0 && db.open) db.pragma(Q.PRAGMA_BUSY_TIMEOUT(w.before));
+    };
   }
 
   // ── enqueue ──────────────────────────────────────────────────────────────────────────────
