@@ -1,14 +1,13 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
-import { type Classification, ValidationError } from "../errors.js";
+import { ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { DEFAULT_PAYLOAD_LIMIT } from "../payload.js";
 import type { ClaimedJob, Store } from "../store/types.js";
 import { ClaimBudget } from "./budget.js";
 import { Completer } from "./completer.js";
 import { Deadline } from "./deadline.js";
-import type { ExecutorDeps } from "./executor.js";
+import { executorDeps } from "./executor-deps.js";
 import { Heartbeat } from "./heartbeat.js";
 import { Maintenance, pruneFinished, rescueExpiredLeases } from "./maintenance.js";
 import {
@@ -93,7 +92,7 @@ export class Worker implements ProducerHost {
     this.producers = Object.entries(queues).map(([queue, q]) => {
       const concurrency = queueConcurrency(queue, q);
       const flow = deps.flowLimits?.(queue) ?? null;
-      return new Producer(this, queue, concurrency, this.executorDeps(q.classify), flow);
+      return new Producer(this, queue, concurrency, executorDeps(deps, this.id, q.classify), flow);
     });
     if (this.producers.length === 0) throw new ValidationError("a worker needs at least one queue");
     this.maintenance = new Maintenance(deps.log, () => this.stopping !== null);
@@ -185,21 +184,6 @@ export class Worker implements ProducerHost {
   /** Runs a claimed job in a slot of `producer` (ProducerHost); resolves when the slot is free. */
   run(claimed: ClaimedJob, producer: Producer): Promise<void> {
     return this.jobs.run(claimed, producer);
-  }
-
-  /** What the executor needs for one queue's jobs; made once per queue. */
-  private executorDeps(classify?: (err: unknown) => Classification | undefined): ExecutorDeps {
-    return {
-      store: this.deps.store,
-      workerId: this.id,
-      log: this.deps.log,
-      logPayloads: this.deps.logPayloads,
-      payloadLimit: this.deps.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT,
-      findJob: this.deps.findJob,
-      knownJobNames: this.deps.knownJobNames,
-      classify,
-      onFlowPaused: (pause) => emitSafely(this.deps.events, this.deps.log, "flowPaused", pause),
-    };
   }
 
   /** Outcomes run but not yet written; the claim loops pause while it is large (back-pressure). */
