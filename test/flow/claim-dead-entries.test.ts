@@ -11,7 +11,13 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { ExplainingClient, eachNode, FlowPlanFixture, type PlanNode } from "../helpers/plans.js";
+import {
+  ExplainingClient,
+  eachNode,
+  FlowPlanFixture,
+  flowClaimCycle,
+  type PlanNode,
+} from "../helpers/plans.js";
 import { skipUnlessPostgres } from "../helpers/postgres.js";
 
 const skip = await skipUnlessPostgres();
@@ -45,23 +51,8 @@ describe("flow_claim after claims and finishes (PostgreSQL)", { skip }, () => {
         await explaining.connect();
         try {
           if (state === "analyzed") await explaining.client.query(`ANALYZE "${schema}".jobs`);
-          let running: { id: string; lease_token: number }[] = [];
-          const cycle = async () => {
-            const { rows } = await explaining.client.query(
-              `SELECT id, lease_token FROM "${schema}".flow_claim($1, 'q', $2, 'w', 60000, $3, $4, NULL, NULL, NULL, NULL, NULL)`,
-              [`dead:${schema}`, CLAIM, ...args],
-            );
-            await store.finishJobs(
-              running.map((j) => ({
-                id: String(j.id),
-                leaseToken: j.lease_token,
-                kind: "completed" as const,
-                worker: "w",
-              })),
-            );
-            running = rows.filter((r) => r.id !== null);
-            assert.equal(running.length, CLAIM, "every claim takes its full batch");
-          };
+          const [global, perKey] = args;
+          const cycle = flowClaimCycle(explaining.client, store, schema, CLAIM, { global, perKey });
           for (let i = 0; i < CYCLES; i++) await cycle();
           await explaining.explain();
           for (let i = 0; i < 3; i++) await cycle();

@@ -10,7 +10,13 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { ExplainingClient, eachNode, FlowPlanFixture, type PlanNode } from "../helpers/plans.js";
+import {
+  ExplainingClient,
+  eachNode,
+  FlowPlanFixture,
+  flowClaimCycle,
+  type PlanNode,
+} from "../helpers/plans.js";
 import { skipUnlessPostgres } from "../helpers/postgres.js";
 
 const skip = await skipUnlessPostgres();
@@ -40,23 +46,10 @@ describe("flow_claim's key walk (PostgreSQL)", { skip }, () => {
       await explaining.connect();
       try {
         if (state === "analyzed") await explaining.client.query(`ANALYZE "${schema}".jobs`);
-        let running: { id: string; lease_token: number }[] = [];
-        const cycle = async () => {
-          const { rows } = await explaining.client.query(
-            `SELECT id, lease_token FROM "${schema}".flow_claim($1, 'q', $2, 'w', 60000, NULL, 10000, NULL, NULL, NULL, NULL, NULL)`,
-            [`descents:${schema}`, CLAIM],
-          );
-          await store.finishJobs(
-            running.map((j) => ({
-              id: String(j.id),
-              leaseToken: j.lease_token,
-              kind: "completed" as const,
-              worker: "w",
-            })),
-          );
-          running = rows.filter((r) => r.id !== null);
-          assert.equal(running.length, CLAIM, "every claim takes its full batch");
-        };
+        const cycle = flowClaimCycle(explaining.client, store, schema, CLAIM, {
+          global: null,
+          perKey: 10_000,
+        });
         for (let i = 0; i < CYCLES; i++) await cycle();
         await explaining.explain();
         await explaining.client.query("SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off");

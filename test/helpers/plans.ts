@@ -114,3 +114,36 @@ export class ExplainingClient {
     return this.client.end();
   }
 }
+
+/**
+ * Claims through the schema's flow_claim function on `client` (a claim of `claim` jobs of queue
+ * "q" by worker "w", with a global limit and a per-key limit, null for none), first finishing
+ * the jobs the previous call claimed — as a worker that reads ahead does. Each call asserts the
+ * claim took its full batch.
+ */
+export function flowClaimCycle(
+  client: pg.Client,
+  store: Pick<PostgresStore, "finishJobs">,
+  schema: string,
+  claim: number,
+  limits: { global: number | null; perKey: number | null },
+): () => Promise<void> {
+  let running: { id: string; lease_token: number }[] = [];
+  return async () => {
+    const { rows } = await client.query(
+      `SELECT id, lease_token FROM "${schema}".flow_claim($1, 'q', $2, 'w', 60000, $3, $4, NULL, NULL, NULL, NULL, NULL)`,
+      [`cycle:${schema}`, claim, limits.global, limits.perKey],
+    );
+    await store.finishJobs(
+      running.map((j) => ({
+        id: String(j.id),
+        leaseToken: j.lease_token,
+        kind: "completed" as const,
+        worker: "w",
+      })),
+    );
+    running = rows.filter((r) => r.id !== null);
+    if (running.length !== claim)
+      throw new Error(`a claim took ${running.length} jobs, not its full batch of ${claim}`);
+  };
+}
