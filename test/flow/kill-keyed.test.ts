@@ -8,31 +8,10 @@
  * Key b's jobs go on meanwhile. test/flow/processes.test.ts does the same for globalConcurrency.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { openErrand, silentLogger } from "../../src/index.js";
 import { FLOW_JOBS, type Running, scratch, start, waitFor } from "../cli/helpers.js";
-import { flowKeyed } from "../fixtures/flow-jobs.js";
-
-interface Trace {
-  what: string;
-  key: string;
-  id: string;
-  pid: number;
-  at: number;
-}
-
-function traces(dir: string): Trace[] {
-  const path = `${dir}/trace.log`;
-  if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [what, , key, id, pid, at] = line.split(" ");
-      return { what, key, id, pid: Number(pid), at: Number(at) };
-    });
-}
+import { flowKeyed, readTraces } from "../fixtures/flow-jobs.js";
 
 const s = scratch("errand-kill-keyed-");
 const errand = await openErrand({ url: s.db, logger: silentLogger(), jobs: [flowKeyed] });
@@ -70,7 +49,7 @@ test("kill -9 of a worker holding a key's slot: the key waits for the lease, the
 
   const hung = await errand.enqueue(flowKeyed, { key: "a", hang: true });
   const holder = await waitFor("the hanging job to start", () =>
-    traces(s.dir).find((t) => t.what === "start" && t.id === hung.id),
+    readTraces(s.dir).find((t) => t.what === "start" && t.id === hung.id),
   );
   const rest = await errand.enqueueMany(flowKeyed, [
     ...Array.from({ length: 3 }, () => ({ payload: { key: "a", ms: 50 } })),
@@ -98,7 +77,7 @@ test("kill -9 of a worker holding a key's slot: the key waits for the lease, the
     record?.attempts.map((a) => a.outcome),
     ["lost", "completed"],
   );
-  const a = traces(s.dir).filter((t) => t.key === "a" && !(t.id === hung.id && t.pid === holder.pid));
+  const a = readTraces(s.dir).filter((t) => t.key === "a" && !(t.id === hung.id && t.pid === holder.pid));
   for (const t of a.filter((t) => t.what === "start"))
     assert.ok(t.at > killedAt, `job ${t.id} of key a started ${killedAt - t.at} ms before the kill`);
   // One at a time: each start of key a comes after the previous job's end.

@@ -15,36 +15,13 @@
  * Rates and waits are measured here but asserted only where the issue makes them the behaviour.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type Errand, openErrand, silentLogger } from "../../src/index.js";
 import { FLOW_JOBS, type Running, scratch, start, waitFor } from "../cli/helpers.js";
-import { flowApi, flowFair, flowGlobal, flowRate } from "../fixtures/flow-jobs.js";
+import { flowApi, flowFair, flowGlobal, flowRate, readTraces, type Trace } from "../fixtures/flow-jobs.js";
 import { freshSchema, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
-
-interface Trace {
-  what: "start" | "end";
-  name: string;
-  key: string;
-  id: string;
-  pid: number;
-  at: number;
-}
-
-function traces(dir: string, name: string): Trace[] {
-  const path = `${dir}/trace.log`;
-  if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [what, n, key, id, pid, at] = line.split(" ");
-      return { what, name: n, key, id, pid: Number(pid), at: Number(at) } as Trace;
-    })
-    .filter((t) => t.name === name);
-}
 
 /** The most handlers running at once, from start/end traces. */
 function maxOverlap(list: Trace[]): number {
@@ -233,9 +210,9 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
       );
       await waitFor(
         "30 ends",
-        () => traces(s.dir, "flow-global").filter((t) => t.what === "end").length === 30,
+        () => readTraces(s.dir, "flow-global").filter((t) => t.what === "end").length === 30,
       );
-      const list = traces(s.dir, "flow-global");
+      const list = readTraces(s.dir, "flow-global");
       assert.equal(maxOverlap(list), 3);
       const starts = list.filter((t) => t.what === "start").map((t) => t.at);
       const span = Math.max(...list.map((t) => t.at)) - Math.min(...starts);
@@ -256,7 +233,7 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
       // Each job's first start (a job whose lease ran out under load may start twice).
       const firstStarts = () => [
         ...new Map(
-          traces(s.dir, "flow-rate")
+          readTraces(s.dir, "flow-rate")
             .reverse()
             .map((t) => [t.id, t]),
         ).values(),
@@ -326,7 +303,7 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
     onEach(async (s) => {
       const [hung] = await s.errand.enqueueMany(flowGlobal, [{ payload: { key: "hang", hang: true } }]);
       const holder = await waitFor("the hanging job to start", () =>
-        traces(s.dir, "flow-global").find((t) => t.what === "start" && t.id === hung.id),
+        readTraces(s.dir, "flow-global").find((t) => t.what === "start" && t.id === hung.id),
       );
       const victim = s.workers.find((w) => w.pid === holder.pid);
       assert.ok(victim, "the job runs on one of our workers");
@@ -351,7 +328,7 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
         for (const job of more) if ((await s.errand.getJob(job.id))?.state !== "completed") return false;
         return true;
       });
-      assert.equal(maxOverlap(traces(s.dir, "flow-global").filter((t) => t.key === "after")), 3);
+      assert.equal(maxOverlap(readTraces(s.dir, "flow-global").filter((t) => t.key === "after")), 3);
     }));
 
   // One store at a time: B's wait is the behaviour checked, not the other store's load.
@@ -361,7 +338,7 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
         flowFair,
         Array.from({ length: 50_000 }, () => ({ payload: { key: "A", ms: 5 } })),
       );
-      await waitFor("A to start", () => traces(s.dir, "flow-fair").length > 0);
+      await waitFor("A to start", () => readTraces(s.dir, "flow-fair").length > 0);
       const enqueuedAt = Date.now();
       await s.errand.enqueueMany(
         flowFair,
@@ -369,15 +346,15 @@ describe("flow control across four worker processes, on SQLite and on Postgres a
       );
       await waitFor(
         "B's 10 starts",
-        () => traces(s.dir, "flow-fair").filter((t) => t.key === "B").length === 10,
+        () => readTraces(s.dir, "flow-fair").filter((t) => t.key === "B").length === 10,
         30_000,
       );
       const lastB = Math.max(
-        ...traces(s.dir, "flow-fair")
+        ...readTraces(s.dir, "flow-fair")
           .filter((t) => t.key === "B")
           .map((t) => t.at),
       );
-      const aDone = traces(s.dir, "flow-fair").filter((t) => t.key === "A").length;
+      const aDone = readTraces(s.dir, "flow-fair").filter((t) => t.key === "A").length;
       console.log(
         `# ${s.name} fairness: B's last job started ${(lastB - enqueuedAt).toFixed(0)} ms after B enqueued; A had run ${aDone} of 50,000`,
       );
