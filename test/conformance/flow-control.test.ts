@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { ValidationError } from "../../src/errors.js";
 import { checkedStore } from "../../src/store/checked.js";
 import type { ClaimedJob, FlowLimits, NewJob, Store } from "../../src/store/types.js";
+import { completeAll, flowClaim } from "./helpers.js";
 import { stores } from "./stores.js";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -23,17 +24,6 @@ async function insert(store: Store, n: number, flowKey: string | null, over: Par
     Array.from({ length: n }, (_, i) => newJob({ flowKey, payload: { key: flowKey, i }, ...over })),
   );
   return results.map((r) => r.job.id);
-}
-
-let workers = 0;
-function claim(store: Store, flow: FlowLimits, limit = 100, queue = "q") {
-  return store.claimFlowJobs({ queue, limit, workerId: `w${++workers}`, leaseMs: 60_000, flow });
-}
-
-function complete(store: Store, jobs: ClaimedJob[]) {
-  return store.finishJobs(
-    jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })),
-  );
 }
 
 const keysOf = (jobs: ClaimedJob[]) => jobs.map((j) => (j.payload as { key: string | null }).key);
@@ -52,14 +42,14 @@ for (const factory of stores) {
     test("global concurrency: never more running than the limit; a finished job frees its slot", () =>
       withStore(async (store) => {
         await insert(store, 5, null);
-        const first = await claim(store, { globalConcurrency: 2 });
+        const first = await flowClaim(store, { globalConcurrency: 2 });
         assert.equal(first.jobs.length, 2);
-        const second = await claim(store, { globalConcurrency: 2 });
+        const second = await flowClaim(store, { globalConcurrency: 2 });
         assert.equal(second.jobs.length, 0, "both slots are held");
         assert.equal(second.held, 3, "three due jobs held back");
         assert.equal(second.retryInMs, null, "a concurrency cap frees when a job ends, not at a time");
-        await complete(store, first.jobs.slice(0, 1));
-        assert.equal((await claim(store, { globalConcurrency: 2 })).jobs.length, 1);
+        await completeAll(store, first.jobs.slice(0, 1));
+        assert.equal((await flowClaim(store, { globalConcurrency: 2 })).jobs.length, 1);
         // The plain claim of the same queue still takes everything (limits are the claimer's).
         assert.equal(
           (await store.claimJobs({ queue: "q", limit: 10, workerId: "x", leaseMs: 60_000 })).length,
@@ -71,7 +61,7 @@ for (const factory of stores) {
       withStore(async (store) => {
         await insert(store, 30, null);
         const claims = await Promise.all(
-          Array.from({ length: 8 }, () => claim(store, { globalConcurrency: 3 }, 2)),
+          Array.from({ length: 8 }, () => flowClaim(store, { globalConcurrency: 3 }, 2)),
         );
         assert.equal(
           claims.reduce((n, c) => n + c.jobs.length, 0),
@@ -84,26 +74,26 @@ for (const factory of stores) {
         await insert(store, 3, "a");
         await insert(store, 3, "b");
         await insert(store, 2, null);
-        const first = await claim(store, { keyConcurrency: 1 });
+        const first = await flowClaim(store, { keyConcurrency: 1 });
         assert.deepEqual(
           keysOf(first.jobs),
           [null, "a", "b", null],
           "one of each key; jobs without a key are not capped per key",
         );
-        const again = await claim(store, { keyConcurrency: 1 });
+        const again = await flowClaim(store, { keyConcurrency: 1 });
         assert.equal(again.jobs.length, 0);
         assert.equal(again.held, 4);
-        await complete(
+        await completeAll(
           store,
           first.jobs.filter((j) => (j.payload as { key: string }).key === "a"),
         );
-        assert.deepEqual(keysOf((await claim(store, { keyConcurrency: 1 })).jobs), ["a"]);
+        assert.deepEqual(keysOf((await flowClaim(store, { keyConcurrency: 1 })).jobs), ["a"]);
       }));
 
     test("per-key and global concurrency together", () =>
       withStore(async (store) => {
         for (const key of ["a", "b", "c", "d"]) await insert(store, 3, key);
-        const first = await claim(store, { keyConcurrency: 2, globalConcurrency: 5 });
+        const first = await flowClaim(store, { keyConcurrency: 2, globalConcurrency: 5 });
         assert.equal(first.jobs.length, 5);
         const perKey = new Map<string, number>();
         for (const k of keysOf(first.jobs)) perKey.set(k as string, (perKey.get(k as string) ?? 0) + 1);
@@ -118,17 +108,17 @@ for (const factory of stores) {
         await insert(store, 5, "a");
         await insert(store, 5, "b");
         const flow = { keyRate: { limit: 2, perMs: 400 } };
-        const first = await claim(store, flow);
+        const first = await flowClaim(store, flow);
         assert.deepEqual(keysOf(first.jobs).sort(), ["a", "a", "b", "b"]);
-        await complete(store, first.jobs);
-        const blocked = await claim(store, flow);
+        await completeAll(store, first.jobs);
+        const blocked = await flowClaim(store, flow);
         assert.equal(blocked.jobs.length, 0, "finishing does not refill a rate window");
         assert.ok(
           blocked.retryInMs !== null && blocked.retryInMs > 0 && blocked.retryInMs <= 401,
           `retryInMs ${blocked.retryInMs}`,
         );
         await sleep(blocked.retryInMs as number);
-        assert.equal((await claim(store, flow)).jobs.length, 4, "the window moved on");
+        assert.equal((await flowClaim(store, flow)).jobs.length, 4, "the window moved on");
       }));
 
     test("a queue-wide rate counts every key's claims", () =>
@@ -136,8 +126,8 @@ for (const factory of stores) {
         await insert(store, 4, "a");
         await insert(store, 4, null);
         const flow = { rate: { limit: 3, perMs: 60_000 } };
-        assert.equal((await claim(store, flow)).jobs.length, 3);
-        const blocked = await claim(store, flow);
+        assert.equal((await flowClaim(store, flow)).jobs.length, 3);
+        const blocked = await flowClaim(store, flow);
         assert.equal(blocked.jobs.length, 0);
         assert.ok(blocked.retryInMs !== null && blocked.retryInMs > 50_000, `retryInMs ${blocked.retryInMs}`);
       }));
@@ -148,7 +138,7 @@ for (const factory of stores) {
         await insert(store, 2, "b");
         await insert(store, 1, null);
         const before = (await store.now()).getTime();
-        const taken = await claim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 4);
+        const taken = await flowClaim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 4);
         assert.equal(taken.jobs.length, 4);
         await store.pauseFlow({ queue: "q", key: "b", ms: 60_000 });
         const status = await store.flowStatus({ queue: "q", windowMs: 60_000 });
@@ -173,7 +163,7 @@ for (const factory of stores) {
         assert.ok((status.pausedUntil.get("b") ?? 0) >= before + 59_000, "paused for the minute");
         const none = await store.flowStatus({ queue: "q", windowMs: 0 });
         assert.equal(none.claims.size, 0, "no window, no claims");
-        const again = await claim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 10);
+        const again = await flowClaim(store, { keyRate: { limit: 10, perMs: 60_000 } }, 10);
         assert.equal(
           taken.jobs.length + again.jobs.length,
           5,
@@ -188,18 +178,18 @@ for (const factory of stores) {
         await store.pauseFlow({ queue: "q", key: "a", ms: 300 });
         await store.pauseFlow({ queue: "q", key: "a", ms: 10 }); // never shortens the pause
         const flow = { keyConcurrency: 10 };
-        const first = await claim(store, flow);
+        const first = await flowClaim(store, flow);
         assert.deepEqual(keysOf(first.jobs), ["b", "b", "b"]);
         assert.ok(first.retryInMs !== null && first.retryInMs <= 300, `retryInMs ${first.retryInMs}`);
         await sleep(first.retryInMs as number);
-        assert.deepEqual(keysOf((await claim(store, flow)).jobs), ["a", "a", "a"]);
+        assert.deepEqual(keysOf((await flowClaim(store, flow)).jobs), ["a", "a", "a"]);
 
         await insert(store, 2, "c");
         await store.pauseFlow({ queue: "q", key: null, ms: 60_000 });
-        const paused = await claim(store, flow);
+        const paused = await flowClaim(store, flow);
         assert.equal(paused.jobs.length, 0, "the whole queue's budget is paused");
         assert.ok(paused.retryInMs !== null && paused.retryInMs > 50_000);
-        assert.equal((await claim(store, flow, 100, "other")).held, 0, "another queue is not paused");
+        assert.equal((await flowClaim(store, flow, 100, "other")).held, 0, "another queue is not paused");
       }));
 
     test("fairness: claims rotate among keys, so a small key is not stuck behind a big one", () =>
@@ -209,13 +199,13 @@ for (const factory of stores) {
         const flow = { keyConcurrency: 100 };
         const order: (string | null)[] = [];
         for (let i = 0; i < 6; i++) {
-          const one = await claim(store, flow, 1);
+          const one = await flowClaim(store, flow, 1);
           order.push(...keysOf(one.jobs));
-          await complete(store, one.jobs);
+          await completeAll(store, one.jobs);
         }
         assert.deepEqual(order, ["a", "b", "a", "b", "a", "b"]);
         await insert(store, 2, "c");
-        assert.deepEqual(keysOf((await claim(store, flow, 5)).jobs), ["c", "a", "c", "a", "a"]);
+        assert.deepEqual(keysOf((await flowClaim(store, flow, 5)).jobs), ["c", "a", "c", "a", "a"]);
       }));
 
     test("rotation reaches every key, however many there are", () =>
@@ -224,12 +214,12 @@ for (const factory of stores) {
         for (const key of keys) await insert(store, 2, key);
         const seen = new Set<string>();
         for (let i = 0; i < 150; i++) {
-          const { jobs } = await claim(store, { keyConcurrency: 1 }, 1);
+          const { jobs } = await flowClaim(store, { keyConcurrency: 1 }, 1);
           for (const k of keysOf(jobs)) seen.add(k as string);
         }
         assert.equal(seen.size, 150, "each of 150 keys served once in 150 claims of one job");
         // Every key holds its one slot now: a big claim gets nothing, however far it looks.
-        assert.equal((await claim(store, { keyConcurrency: 1 }, 100)).jobs.length, 0);
+        assert.equal((await flowClaim(store, { keyConcurrency: 1 }, 100)).jobs.length, 0);
       }));
 
     test("flow-controlled jobs without a key ('') and plain jobs (null) share the keyless group", () =>
@@ -237,7 +227,7 @@ for (const factory of stores) {
         await insert(store, 3, "");
         await insert(store, 2, null);
         await insert(store, 2, "k");
-        const { jobs } = await claim(store, { keyConcurrency: 1, globalConcurrency: 10 });
+        const { jobs } = await flowClaim(store, { keyConcurrency: 1, globalConcurrency: 10 });
         assert.equal(jobs.length, 6, "the keyless group has no per-key cap; key k has one slot");
         assert.equal(jobs.filter((j) => j.flowKey === "k").length, 1);
       }));
@@ -247,7 +237,7 @@ for (const factory of stores) {
         const [low] = await insert(store, 1, "a", { priority: 0 });
         const [high] = await insert(store, 1, "a", { priority: 5 });
         await insert(store, 1, "a", { delayMs: 60_000 });
-        const { jobs } = await claim(store, { keyConcurrency: 5 });
+        const { jobs } = await flowClaim(store, { keyConcurrency: 5 });
         assert.deepEqual(
           jobs.map((j) => j.id),
           [high, low],
@@ -262,7 +252,7 @@ for (const factory of stores) {
         const flow = { globalConcurrency: 1 };
         const held = await store.claimFlowJobs({ queue: "q", limit: 5, workerId: "dead", leaseMs: 50, flow });
         assert.equal(held.jobs.length, 1);
-        assert.equal((await claim(store, flow)).jobs.length, 0, "the slot is held while the lease runs");
+        assert.equal((await flowClaim(store, flow)).jobs.length, 0, "the slot is held while the lease runs");
         const deadline = Date.now() + 5000;
         let rescued = 0;
         while (rescued === 0 && Date.now() < deadline) {
@@ -270,7 +260,7 @@ for (const factory of stores) {
           rescued = (await store.rescueExpiredLeases()).length;
         }
         assert.equal(rescued, 1);
-        assert.equal((await claim(store, flow)).jobs.length, 1, "the slot came back with the lease");
+        assert.equal((await flowClaim(store, flow)).jobs.length, 1, "the slot came back with the lease");
       }));
 
     test("bad limits are a ValidationError naming them, on every store", () =>
@@ -281,7 +271,7 @@ for (const factory of stores) {
           { rate: { limit: 0, perMs: 1000 } },
           { keyRate: { limit: 1, perMs: -1 } },
         ] as FlowLimits[]) {
-          await assert.rejects(claim(store, flow), ValidationError, JSON.stringify(flow));
+          await assert.rejects(flowClaim(store, flow), ValidationError, JSON.stringify(flow));
         }
         await assert.rejects(store.pauseFlow({ queue: "q", key: "a", ms: -5 }), ValidationError);
       }));

@@ -8,19 +8,8 @@
  * queue also holds jobs whose run time passed long ago.
  */
 import assert from "node:assert/strict";
-import type { ClaimedJob, FlowLimits, Store } from "../../src/store/types.js";
-import { eachStore, newJob } from "./helpers.js";
-
-let workers = 0;
-function claim(store: Store, flow: FlowLimits, limit = 100, queue = "q") {
-  return store.claimFlowJobs({ queue, limit, workerId: `w${++workers}`, leaseMs: 60_000, flow });
-}
-
-function complete(store: Store, jobs: ClaimedJob[]) {
-  return store.finishJobs(
-    jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })),
-  );
-}
+import type { Store } from "../../src/store/types.js";
+import { completeAll, eachStore, flowClaim, newJob } from "./helpers.js";
 
 async function insert(store: Store, n: number, flowKey: string | null) {
   await store.insertJobs(Array.from({ length: n }, (_, i) => newJob({ flowKey, payload: { i } })));
@@ -29,16 +18,16 @@ async function insert(store: Store, n: number, flowKey: string | null) {
 eachStore((it) => {
   it("a concurrency limit lowered while jobs run: nothing more starts until fewer run than the new limit", async (store) => {
     await insert(store, 10, null);
-    const running = (await claim(store, { globalConcurrency: 5 })).jobs;
+    const running = (await flowClaim(store, { globalConcurrency: 5 })).jobs;
     assert.equal(running.length, 5);
     const lowered = { globalConcurrency: 2 };
-    const held = await claim(store, lowered);
+    const held = await flowClaim(store, lowered);
     assert.equal(held.jobs.length, 0, "5 run, the new limit is 2");
     assert.equal(held.held, 5, "the due jobs are held, not lost");
-    await complete(store, running.slice(0, 3));
-    assert.equal((await claim(store, lowered)).jobs.length, 0, "2 run: still at the new limit");
-    await complete(store, running.slice(3, 4));
-    assert.equal((await claim(store, lowered)).jobs.length, 1, "1 ran: one slot free");
+    await completeAll(store, running.slice(0, 3));
+    assert.equal((await flowClaim(store, lowered)).jobs.length, 0, "2 run: still at the new limit");
+    await completeAll(store, running.slice(3, 4));
+    assert.equal((await flowClaim(store, lowered)).jobs.length, 1, "1 ran: one slot free");
     const [stats] = (await store.stats()).filter((s) => s.queue === "q");
     assert.equal(stats.pending + stats.running + stats.completed, 10, "every job accounted for");
   });
@@ -46,13 +35,13 @@ eachStore((it) => {
   it("a per-key limit lowered while a key's jobs run binds that key alone", async (store) => {
     await insert(store, 4, "a");
     await insert(store, 4, "b");
-    const first = await claim(store, { keyConcurrency: 3 });
+    const first = await flowClaim(store, { keyConcurrency: 3 });
     assert.equal(first.jobs.length, 6, "three of each key");
-    const second = await claim(store, { keyConcurrency: 1 });
+    const second = await flowClaim(store, { keyConcurrency: 1 });
     assert.equal(second.jobs.length, 0, "each key runs 3, over the new limit 1");
     const a = first.jobs.filter((j) => j.flowKey === "a");
-    await complete(store, a);
-    const third = await claim(store, { keyConcurrency: 1 });
+    await completeAll(store, a);
+    const third = await flowClaim(store, { keyConcurrency: 1 });
     assert.deepEqual(
       third.jobs.map((j) => j.flowKey),
       ["a"],
@@ -64,10 +53,10 @@ eachStore((it) => {
     await insert(store, 10, null);
     const strict = { globalConcurrency: 2 };
     const loose = { globalConcurrency: 5 };
-    assert.equal((await claim(store, strict)).jobs.length, 2);
-    assert.equal((await claim(store, loose)).jobs.length, 3, "the loose one fills up to its 5");
-    assert.equal((await claim(store, strict)).jobs.length, 0, "the strict one sees 5 running");
-    assert.equal((await claim(store, loose)).jobs.length, 0, "and the loose one its limit");
+    assert.equal((await flowClaim(store, strict)).jobs.length, 2);
+    assert.equal((await flowClaim(store, loose)).jobs.length, 3, "the loose one fills up to its 5");
+    assert.equal((await flowClaim(store, strict)).jobs.length, 0, "the strict one sees 5 running");
+    assert.equal((await flowClaim(store, loose)).jobs.length, 0, "and the loose one its limit");
   });
 
   it.withClock(
@@ -77,18 +66,18 @@ eachStore((it) => {
       await insert(store, 20, "b");
       const long = { keyRate: { limit: 2, perMs: 60_000 } }; // the new deploy: 2 a minute per key
       const short = { keyRate: { limit: 2, perMs: 1_000 } }; // the old one: 2 a second per key
-      const first = await claim(store, long);
+      const first = await flowClaim(store, long);
       assert.equal(first.jobs.length, 4, "two of each key");
       clock.advance(2_000);
       // The old process claims one job: its window is 1 s, so it may...
-      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal((await flowClaim(store, short, 1)).jobs.length, 1);
       clock.advance(2_000);
       // ...but the new one's window still holds its own two claims of each key (and the old one's).
-      const again = await claim(store, long);
+      const again = await flowClaim(store, long);
       assert.equal(again.jobs.length, 0, `the 1 min window is full, yet ${again.jobs.length} claimed`);
       assert.ok(again.retryInMs !== null && again.retryInMs > 50_000, `retry in ${again.retryInMs} ms`);
       clock.advance(60_000);
-      assert.equal((await claim(store, long)).jobs.length, 4, "a minute on, the window has room again");
+      assert.equal((await flowClaim(store, long)).jobs.length, 4, "a minute on, the window has room again");
     },
   );
 
@@ -100,14 +89,14 @@ eachStore((it) => {
       const short = { keyRate: { limit: 100, perMs: 1_000 } };
       const kept = async () =>
         ((await store.flowStatus({ queue: "q", windowMs: 60_000 })).claims.get("a") ?? []).length;
-      assert.equal((await claim(store, long, 1)).jobs.length, 1); // records a 1 min window
+      assert.equal((await flowClaim(store, long, 1)).jobs.length, 1); // records a 1 min window
       clock.advance(100_000);
-      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal((await flowClaim(store, short, 1)).jobs.length, 1);
       clock.advance(10_000);
-      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal((await flowClaim(store, short, 1)).jobs.length, 1);
       assert.equal(await kept(), 2, "the short claimer keeps a minute of claims while the record holds");
       clock.advance(80_000); // 190 s after the long claim: its record (3 windows) has lapsed
-      assert.equal((await claim(store, short, 1)).jobs.length, 1);
+      assert.equal((await flowClaim(store, short, 1)).jobs.length, 1);
       assert.equal(await kept(), 1, "now the log keeps the short window only");
     },
   );
@@ -119,7 +108,7 @@ eachStore((it) => {
       await store.insertJobs([newJob({ runAt: new Date(clock() - 365 * 86_400_000) })]);
       await insert(store, 1, "a");
       assert.deepEqual(await store.claimJobs({ queue: "q", limit: 10, workerId: "w", leaseMs: 60_000 }), []);
-      assert.deepEqual((await claim(store, { keyConcurrency: 1 })).jobs, []);
+      assert.deepEqual((await flowClaim(store, { keyConcurrency: 1 })).jobs, []);
       assert.equal(await store.resumeQueue("q"), true);
       const claimed = await store.claimJobs({ queue: "q", limit: 10, workerId: "w", leaseMs: 60_000 });
       assert.equal(claimed.length, 2, "both run once resumed, the year-old first");

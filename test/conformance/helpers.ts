@@ -20,6 +20,7 @@ import { describe, test } from "node:test";
 import type { JobRecord } from "../../src/job.js";
 import type {
   ClaimedJob,
+  FlowLimits,
   NewJob,
   Outcome,
   OutcomeKind,
@@ -106,6 +107,19 @@ export async function finish(
 }
 
 /** Waits until the rescuer has taken `id` back (its lease must be short), and returns what it reported. */
+let flowWorkers = 0;
+/** A flow-limited claim of queue `queue` by a new worker id each time. */
+export function flowClaim(store: Store, flow: FlowLimits, limit = 100, queue = "q") {
+  return store.claimFlowJobs({ queue, limit, workerId: `w${++flowWorkers}`, leaseMs: 60_000, flow });
+}
+
+/** Completes every job of `jobs` (held leases), in one finishJobs. */
+export function completeAll(store: Store, jobs: ClaimedJob[]) {
+  return store.finishJobs(
+    jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, kind: "completed" as const, worker: "w" })),
+  );
+}
+
 export async function rescue(store: Store, id: string) {
   return poll(`the rescuer to take job ${id} back`, async () =>
     (await store.rescueExpiredLeases()).find((r) => r.id === id),
