@@ -17,12 +17,27 @@ export class Heartbeat {
     private readonly producers: readonly Producer[],
   ) {}
 
-  /** Records the worker as alive (with `processed` so far) and extends every lease it holds. */
+  /**
+   * Extends every lease the worker holds and records it as alive (with `processed` so far). The
+   * leases come first and do not wait on the worker's row: when only that write failed (its
+   * table locked past a timeout), stopping there let every lease run out, and rescuers ran the
+   * jobs a second time (test/reliability/heartbeat-worker-row.test.ts). Its error is thrown
+   * after the leases are extended, for the caller to log.
+   */
   async beat(processed: number): Promise<void> {
+    const alive = this.store.heartbeatWorker(this.workerId, this.active.size, processed).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await this.extendLeases();
+    const failed = await alive;
+    if (failed !== undefined) throw failed;
+  }
+
+  private async extendLeases(): Promise<void> {
     const { store } = this;
     const held = [...this.active.values()].filter((a) => !a.leaseLost).map((a) => a.claimed);
     const buffered = this.producers.flatMap((r) => r.buffered);
-    await store.heartbeatWorker(this.workerId, this.active.size, processed);
     if (held.length + buffered.length === 0) return;
     const statuses = await store.extendLeases(
       [...held, ...buffered].map((c) => ({ id: c.id, leaseToken: c.leaseToken })),
