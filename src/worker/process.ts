@@ -147,17 +147,29 @@ export async function runUntilSignal(
     beginStop(timeoutMs);
   };
 
+  // process.exit() called while the worker runs (a handler's, a library's): the running jobs are
+  // abandoned, so it is no clean stop whatever code was asked for — a supervisor that restarts
+  // only failed processes must restart this one (test/reliability/handler-exit.test.ts).
+  const onExit = (code: number): void => {
+    if (code === 0) process.exitCode = 1;
+    log.fatal(
+      { code, running: worker.running },
+      `the process exited while the worker ran ${worker.running} job(s) (process.exit called by a handler?): exit code 1; their leases run out and rescuers return them`,
+    );
+  };
   const onException = onCrash("uncaughtException");
   const onRejection = onCrash("unhandledRejection");
   for (const sig of signals) process.on(sig, onSignal);
   process.on("uncaughtException", onException);
   process.on("unhandledRejection", onRejection);
+  process.on("exit", onExit);
   const stopAttributing = attributeCrashes();
   const removeHandlers = (): void => {
     stopAttributing();
     for (const sig of signals) process.off(sig, onSignal);
     process.off("uncaughtException", onException);
     process.off("unhandledRejection", onRejection);
+    process.off("exit", onExit);
     options.signal?.removeEventListener("abort", onAbort);
   };
 
