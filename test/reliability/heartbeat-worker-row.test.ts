@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { z } from "zod";
-import { defineJob, openErrand, silentLogger } from "../../src/index.js";
+import { openErrand, silentLogger } from "../../src/index.js";
 import type { Store } from "../../src/store/types.js";
+import { leaseJobs, SHORT_LEASES } from "../helpers/lease-jobs.js";
 import { targets } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -31,18 +31,7 @@ for (const target of targets) {
   describe(`heartbeat without its worker row (${target.name})`, { skip: target.skip }, () => {
     test("a job running three leases long keeps its lease and runs once", async () => {
       const base = await target.openErrand();
-      let runs = 0;
-      const long = defineJob({
-        name: "long",
-        queue: "q",
-        schema: z.object({}),
-        async run() {
-          runs++;
-          await new Promise((r) => setTimeout(r, 3000));
-          return "done";
-        },
-      });
-      const idle = defineJob({ name: "idle", queue: "other", schema: z.object({}), run: () => null });
+      const { long, idle, counter } = leaseJobs(3000);
       const failures = { count: 0 };
       const errand = await openErrand({
         store: withFailingWorkerRow(base.errand.store, failures),
@@ -51,7 +40,7 @@ for (const target of targets) {
       });
       try {
         const job = await errand.enqueue(long, {});
-        const settings = { pollInterval: 20, lease: 1000, heartbeat: 100, rescueInterval: 30 };
+        const settings = SHORT_LEASES;
         const first = errand.work({ q: { concurrency: 1 } }, settings);
         // Another worker whose rescuer takes the job over as soon as its lease runs out.
         const second = errand.work({ other: { concurrency: 1 } }, settings);
@@ -66,7 +55,7 @@ for (const target of targets) {
         await first.stop();
         await second.stop();
         assert.ok(failures.count > 3, `the worker row's write failed ${failures.count} times`);
-        assert.equal(runs, 1, "the handler ran more than once: its lease ran out");
+        assert.equal(counter.runs, 1, "the handler ran more than once: its lease ran out");
         assert.equal(done.state, "completed");
         assert.deepEqual(
           done.attempts.map((a) => [a.outcome, a.worker]),

@@ -6,33 +6,19 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { z } from "zod";
-import { defineJob } from "../../src/index.js";
+import { leaseJobs, SHORT_LEASES } from "../helpers/lease-jobs.js";
 import { targets, withErrand } from "../helpers/targets.js";
 import { waitFor } from "../helpers/wait.js";
 
 for (const target of targets) {
   describe(`stop keeps running jobs' leases (${target.name})`, { skip: target.skip }, () => {
-    // Leases of 1 s, renewed every 100 ms: with 300 ms leases a heartbeat delayed by a loaded
-    // machine (CI at load 20+) let the rescuer take the job, and the test failed for that reason.
     test("a job running three leases into a graceful stop is not rescued by another worker", () =>
       withErrand(target, async (errand) => {
-        let runs = 0;
-        const long = defineJob({
-          name: "long",
-          queue: "q",
-          schema: z.object({}),
-          async run() {
-            runs++;
-            await new Promise((r) => setTimeout(r, 3500));
-            return "done";
-          },
-        });
-        const idle = defineJob({ name: "idle", queue: "other", schema: z.object({}), run: () => null });
+        const { long, idle, counter } = leaseJobs(3500);
         errand.register(long);
         errand.register(idle);
         const job = await errand.enqueue(long, {});
-        const settings = { pollInterval: 20, lease: 1000, heartbeat: 100, rescueInterval: 30 };
+        const settings = SHORT_LEASES;
         const first = errand.work({ q: { concurrency: 1 } }, settings);
         await waitFor(async () => (await errand.getJob(job.id))?.state === "running", "the job to start");
         const stopped = first.stop({ timeout: 10_000 });
@@ -42,7 +28,7 @@ for (const target of targets) {
         await second.stop();
         const done = await errand.getJob(job.id);
         assert.equal(result.clean, true);
-        assert.equal(runs, 1, "the handler ran more than once");
+        assert.equal(counter.runs, 1, "the handler ran more than once");
         assert.equal(done?.state, "completed");
         assert.deepEqual(
           done?.attempts.map((a) => [a.outcome, a.worker]),
