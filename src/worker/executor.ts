@@ -168,7 +168,7 @@ function classifyFailure(
   const retryAfter = (kind === "retryable" ? usableDelay(hints.retryAfterMs) : undefined) ?? http429;
   if (kind === "retryable" && hints.rateLimited === true) {
     // It spends no attempt: an answer that says to wait 0 (retryAfter 0, a Retry-After date
-    // already past) would re-run the job at once for ever (393 runs in 2 s on SQLite), so it
+    // already past) re-ran the job at once, for ever (snoozed 16-131 ms in the test), so it
     // waits the job's backoff, as an answer without a wait does.
     const delayMs = retryAfter !== undefined && retryAfter > 0 ? retryAfter : def.backoff(claimed.attempt);
     log.info({ delayMs, err: error.message }, "rate limited: snoozed without spending an attempt");

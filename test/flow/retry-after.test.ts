@@ -115,7 +115,8 @@ for (const target of targets) {
 
 /**
  * A rate-limited answer spends no attempt, so one that said "wait 0" (retryAfter 0, or a 429's
- * Retry-After naming a past date) re-ran the job at once, for ever: 393 runs in 2 s on SQLite.
+ * Retry-After naming a past date) re-ran the job at once, for ever: before the fix this test
+ * saw it snoozed 16-131 ms, not the 3 h backoff, on every store.
  * It now waits the job's backoff, as an answer without a wait does.
  */
 const limited = defineJob({
