@@ -5,7 +5,10 @@
  * queue-wide rate limit of 1,000,000 per second —
  * on PostgreSQL and on SQLite. Reports jobs/s per queue and the ratios to the plain queue.
  *
- *   node --import tsx bench/flow-control.ts [N=5000] [rounds=3]
+ *   node --import tsx bench/flow-control.ts [N=5000] [rounds=3] [stores=postgres,sqlite] [batchSize] [readAhead]
+ *
+ * batchSize and readAhead are the worker's options (defaults: the worker's own), for trying how
+ * claim size moves each condition.
  *
  * Quote the figures with the machine's load (uptime): they are wall-clock throughputs.
  */
@@ -18,6 +21,11 @@ import { freshSchema, postgresUrl } from "../test/helpers/postgres.js";
 
 const N = Number(process.argv[2] ?? 5000);
 const ROUNDS = Number(process.argv[3] ?? 3);
+const STORES = (process.argv[4] ?? "postgres,sqlite").split(",");
+const workerOptions = {
+  ...(process.argv[5] ? { batchSize: Number(process.argv[5]) } : {}),
+  ...(process.argv[6] ? { readAhead: process.argv[6] as `${number}ms` } : {}),
+};
 const schema = z.object({ key: z.string() });
 const plain = defineJob({ name: "plain", queue: "plain", schema, run: () => {} });
 const global = defineJob({
@@ -55,7 +63,7 @@ async function drain(errand: Errand, def: (typeof JOBS)[number]): Promise<number
     }),
   );
   const started = performance.now();
-  const worker = errand.work({ [def.queue]: { concurrency: 50 } });
+  const worker = errand.work({ [def.queue]: { concurrency: 50 } }, workerOptions);
   await finished;
   const ms = performance.now() - started;
   await worker.stop();
@@ -85,11 +93,11 @@ async function run(name: string, open: () => Promise<{ errand: Errand; cleanup()
 }
 
 console.log(
-  `N=${N}, load average ${loadavg()
+  `N=${N}, worker options ${JSON.stringify(workerOptions)}, load average ${loadavg()
     .map((l) => l.toFixed(1))
     .join(" ")}`,
 );
-await run("postgres", async () => {
+if (STORES.includes("postgres")) await run("postgres", async () => {
   const { schema: s, drop } = freshSchema("errand_bench_flow");
   const errand = await openErrand({ url: postgresUrl(), schema: s, logger: silentLogger(), jobs: JOBS });
   return {
@@ -100,7 +108,7 @@ await run("postgres", async () => {
     },
   };
 });
-await run("sqlite", async () => {
+if (STORES.includes("sqlite")) await run("sqlite", async () => {
   const dir = mkdtempSync(join(tmpdir(), "errand-bench-flow-"));
   const errand = await openErrand({ url: join(dir, "errand.db"), logger: silentLogger(), jobs: JOBS });
   return {
