@@ -18,9 +18,22 @@ export const MAX_FLOW_JOBS = 10_000;
 
 const POLICIES: readonly DependencyFailurePolicy[] = ["fail", "cancel", "run"];
 
-/** The fields of a flow and of its nodes (FlowSpec, FlowNode); `key` is refused on its own below. */
+/**
+ * The fields of a flow and of its nodes (FlowSpec, FlowNode); `key` is refused on its own below.
+ * A node's `debounce` is taken as enqueue takes it (it sets the key and the run time): it worked
+ * before nodes were checked, so it stays.
+ */
 const FLOW_FIELDS = knownFields("jobs", "onDependencyFailure");
-const NODE_FIELDS = knownFields("job", "payload", "dependsOn", "priority", "delay", "runAt", "maxAttempts");
+const NODE_FIELDS = knownFields(
+  "job",
+  "payload",
+  "dependsOn",
+  "priority",
+  "delay",
+  "runAt",
+  "maxAttempts",
+  "debounce",
+);
 
 /** A node's fields: the known ones, and `key` and `onDependencyFailure` when undefined (refused above otherwise). */
 function checkNodeFields(node: object, name: string): void {

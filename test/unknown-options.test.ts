@@ -131,6 +131,9 @@ for (const t of targets) {
           flow({ key: undefined, onDependencyFailure: undefined, delay: "1h", maxAttempts: 2 }),
         );
         assert.equal((await errand.getJob(ok.ids.second))?.maxAttempts, 2);
+        // A node's debounce worked before nodes were checked (it sets the key and run time): kept.
+        const debounced = await errand.enqueueFlow(flow({ debounce: { key: "digest", delay: "1m" } }));
+        assert.equal((await errand.getJob(debounced.ids.second))?.key, "digest");
       }));
 
     test("enqueueAndWait and waitFor: a typo is refused before anything is stored or awaited", () =>
