@@ -33,6 +33,7 @@ import { type Duration, parseDuration } from "./duration.js";
 import type { Errand } from "./errand.js";
 import { ValidationError } from "./errors.js";
 import { NAME_PATTERN } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import type { Logger } from "./logger.js";
 
 export interface DlqGrowthRule {
@@ -106,6 +107,12 @@ interface CompiledRule {
   minJobs: number;
 }
 
+const RULE_FIELDS = knownFields("queue", "dlqGrowth", "failureRate");
+const GROWTH_FIELDS = knownFields("count", "window");
+const RATE_FIELDS = knownFields("above", "window", "minJobs");
+const ALERT_FIELDS = knownFields("onAlert", "onResolve", "webhook", "hookTimeout", "interval", "logger");
+const WEBHOOK_FIELDS = knownFields("url", "headers", "timeout");
+
 function compileRule(rule: AlertRule, index: number): CompiledRule {
   const what = `alert rule ${index}`;
   if (!rule || typeof rule !== "object") throw new ValidationError(`${what}: expected an object`);
@@ -113,6 +120,7 @@ function compileRule(rule: AlertRule, index: number): CompiledRule {
   const hasRate = "failureRate" in rule && rule.failureRate !== undefined;
   if (hasGrowth === hasRate)
     throw new ValidationError(`${what}: give exactly one of dlqGrowth or failureRate`);
+  onlyKnownFields(rule, RULE_FIELDS, what);
   if (rule.queue !== undefined && (typeof rule.queue !== "string" || !NAME_PATTERN.test(rule.queue))) {
     throw new ValidationError(`${what}: queue must be a queue name; got ${JSON.stringify(rule.queue)}`);
   }
@@ -127,7 +135,9 @@ function compileRule(rule: AlertRule, index: number): CompiledRule {
     return ms;
   };
   if (hasGrowth) {
-    const { count, window } = (rule as DlqGrowthRule).dlqGrowth;
+    const growth = (rule as DlqGrowthRule).dlqGrowth;
+    onlyKnownFields(growth, GROWTH_FIELDS, `${what}: dlqGrowth`);
+    const { count, window } = growth;
     if (!Number.isInteger(count) || count < 1)
       throw new ValidationError(`${what}: dlqGrowth.count must be a positive integer`);
     return {
@@ -139,7 +149,9 @@ function compileRule(rule: AlertRule, index: number): CompiledRule {
       minJobs: 0,
     };
   }
-  const { above, window, minJobs = 10 } = (rule as FailureRateRule).failureRate;
+  const rate = (rule as FailureRateRule).failureRate;
+  onlyKnownFields(rate, RATE_FIELDS, `${what}: failureRate`);
+  const { above, window, minJobs = 10 } = rate;
   if (typeof above !== "number" || !(above >= 0 && above < 1)) {
     throw new ValidationError(`${what}: failureRate.above must be a fraction from 0 to 1 (0.2 = 20 %)`);
   }
@@ -168,6 +180,7 @@ export function watchAlerts(
   options: AlertOptions = {},
 ): AlertWatcher {
   if (!Array.isArray(rules)) throw new ValidationError("watchAlerts takes an array of rules");
+  onlyKnownFields(options, ALERT_FIELDS, "watchAlerts options");
   const compiled = rules.map(compileRule);
   const log = options.logger ?? errand.log;
   const intervalMs = parseDuration(options.interval ?? "30s", "interval");
@@ -179,6 +192,7 @@ export function watchAlerts(
         ? { url: options.webhook }
         : options.webhook;
   if (webhook) {
+    onlyKnownFields(webhook, WEBHOOK_FIELDS, "webhook");
     try {
       const url = new URL(webhook.url);
       if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error();

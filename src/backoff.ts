@@ -1,11 +1,14 @@
 import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import { checkDelay } from "./instant.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 
 /** Exponential backoff `base × 2^(k−1)`, capped at `max`, spread by ±`jitter` (a fraction), or an explicit list. */
 export type Backoff = { base?: Duration; max?: Duration; jitter?: number } | Duration[];
 
 export const DEFAULT_BACKOFF = { base: 1000, max: 15 * 60_000, jitter: 0.2 } as const;
+
+const BACKOFF_FIELDS = knownFields("base", "max", "jitter");
 
 /**
  * A compiled backoff: the delay before retry after failed attempt `attempt` (1-based). `random`
@@ -21,6 +24,8 @@ export function compileBackoff(backoff: Backoff | undefined, random: () => numbe
     // Past the end of the list, the last delay repeats.
     return (attempt) => delays[Math.min(Math.max(attempt, 1), delays.length) - 1];
   }
+  if (backoff !== undefined && backoff !== null && typeof backoff === "object")
+    onlyKnownFields(backoff, BACKOFF_FIELDS, "backoff");
   const base = parseDuration(backoff?.base ?? DEFAULT_BACKOFF.base, "backoff.base");
   const maxGiven = backoff?.max ?? DEFAULT_BACKOFF.max;
   const max = checkDelay(parseDuration(maxGiven, "backoff.max"), maxGiven, "backoff.max");

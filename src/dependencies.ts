@@ -7,6 +7,7 @@
 import type { Duration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import type { DependencyLink, JobDefinition } from "./job.js";
+import { knownFields, onlyKnownFields, unknownFieldError } from "./known-fields.js";
 import { quoted, storableString } from "./payload.js";
 import type { DependencyFailurePolicy, JobLinks, TxHandle } from "./store/types.js";
 
@@ -16,6 +17,36 @@ export type { DependencyFailurePolicy };
 export const MAX_FLOW_JOBS = 10_000;
 
 const POLICIES: readonly DependencyFailurePolicy[] = ["fail", "cancel", "run"];
+
+/**
+ * The fields of a flow and of its nodes (FlowSpec, FlowNode); `key` is refused on its own below.
+ * A node's `debounce` is taken as enqueue takes it (it sets the key and the run time): it worked
+ * before nodes were checked, so it stays.
+ */
+const FLOW_FIELDS = knownFields("jobs", "onDependencyFailure");
+const NODE_FIELDS = knownFields(
+  "job",
+  "payload",
+  "dependsOn",
+  "priority",
+  "delay",
+  "runAt",
+  "maxAttempts",
+  "debounce",
+);
+
+/** A node's fields: the known ones, and `key` and `onDependencyFailure` when undefined (refused above otherwise). */
+function checkNodeFields(node: object, name: string): void {
+  for (const field in node) {
+    if (NODE_FIELDS.has(field)) continue;
+    if (
+      (field === "key" || field === "onDependencyFailure") &&
+      (node as Record<string, unknown>)[field] === undefined
+    )
+      continue;
+    throw unknownFieldError(field, NODE_FIELDS, `enqueueFlow: job "${name}"`);
+  }
+}
 
 /** A stored job a new one depends on: its id, or anything with an `id` (a record enqueue returned). */
 export type DependencyRef = string | { id: string };
@@ -107,6 +138,7 @@ export function planFlow(spec: FlowSpec): FlowPlan {
       "enqueueFlow takes { jobs: { name: { job, payload, dependsOn? } }, onDependencyFailure? }",
     );
   }
+  onlyKnownFields(spec, FLOW_FIELDS, "enqueueFlow: the flow");
   const given = Object.keys(spec.jobs);
   if (given.length === 0) throw new ValidationError("enqueueFlow: the flow has no jobs");
   if (given.length > MAX_FLOW_JOBS) {
@@ -127,6 +159,13 @@ export function planFlow(spec: FlowSpec): FlowPlan {
     if ("key" in node && (node as { key?: unknown }).key !== undefined) {
       throw new ValidationError(`enqueueFlow: job "${name}": key is not supported inside a flow`);
     }
+    if ((node as { onDependencyFailure?: unknown }).onDependencyFailure !== undefined) {
+      // Each job's own would be overruled by the flow's without a word: refused instead.
+      throw new ValidationError(
+        `enqueueFlow: job "${name}": onDependencyFailure is the whole flow's, given next to jobs: { jobs, onDependencyFailure }`,
+      );
+    }
+    checkNodeFields(node, name);
     const local = new Set<number>();
     const stored = new Set<string>();
     const deps = node.dependsOn ?? [];

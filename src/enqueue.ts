@@ -16,6 +16,7 @@ import { ValidationError } from "./errors.js";
 import { flowKeyOf } from "./flow.js";
 import { checkDelay, checkRunAt } from "./instant.js";
 import { checkInteger, type JobDefinition, MAX_ATTEMPTS_RANGE, PRIORITY_RANGE } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { checkPayload, storableString } from "./payload.js";
 import type { NewJob } from "./store/types.js";
 import {
@@ -41,6 +42,36 @@ export interface JobOptions {
   debounce?: DebounceOptions;
   dependsOn?: readonly DependencyRef[];
   onDependencyFailure?: DependencyFailurePolicy;
+}
+
+/** The fields of JobOptions, as the known fields of enqueue's options and of an enqueueMany item. */
+export const JOB_OPTION_FIELDS: readonly string[] = [
+  "priority",
+  "delay",
+  "runAt",
+  "maxAttempts",
+  "key",
+  "unique",
+  "onConflict",
+  "debounce",
+  "dependsOn",
+  "onDependencyFailure",
+];
+const ENQUEUE_FIELDS = knownFields(...JOB_OPTION_FIELDS, "tx");
+const ITEM_FIELDS = knownFields("payload", ...JOB_OPTION_FIELDS);
+const TX_ONLY = knownFields("tx");
+
+/** enqueue's options: a field it does not know is a ValidationError (known-fields.ts). */
+export function checkEnqueueOptions(options: object): void {
+  onlyKnownFields(options, ENQUEUE_FIELDS, "enqueue options");
+}
+
+/**
+ * The options of a call that takes only `tx` (enqueueMany's and enqueueFlow's last argument):
+ * the options of a job given there would apply to none, so they are refused with where they go.
+ */
+export function checkTxOnly(options: object, call: string, jobOptionsGo: string): void {
+  onlyKnownFields(options, TX_ONLY, `${call} options`, `The options of a job go ${jobOptionsGo}`);
 }
 
 /**
@@ -218,6 +249,7 @@ export function checkItems<P>(items: readonly EnqueueManyItem<P>[]): readonly En
     if (!item || typeof item !== "object" || !("payload" in item)) {
       throw new ValidationError(`item ${i}: expected { payload, ...options }`);
     }
+    onlyKnownFields(item, ITEM_FIELDS, `item ${i}`);
   }
   return items;
 }

@@ -4,7 +4,7 @@
  * its store and its way to resolve, validate and prepare a job (job.ts, enqueue.ts).
  */
 import type { EnqueueFlowOptions, FlowSpec } from "./dependencies.js";
-import { checkItems, type JobOptions, prepareNow } from "./enqueue.js";
+import { checkEnqueueOptions, checkItems, checkTxOnly, type JobOptions, prepareNow } from "./enqueue.js";
 import { type EnqueuedFlow, flowResult, prepareFlow } from "./enqueue-flow.js";
 import { ErrandResults } from "./errand-results.js";
 import type { EnqueuedJob, EnqueueManyItem, EnqueueOptions, JobRef } from "./errand-types.js";
@@ -13,6 +13,9 @@ import type { JobDefinition } from "./job.js";
 import { inSynchronousTransaction } from "./store/sqlite/tx.js";
 import type { InsertResult, NewJob, TxHandle } from "./store/types.js";
 import { startEnqueueSpan } from "./tracing/spans.js";
+
+/** Where enqueueMany's per-job options go, for the error refusing them in its last argument. */
+const MANY_HINT = 'on each item, next to its payload: [{ payload, delay: "5s" }, …]';
 
 export abstract class ErrandEnqueue extends ErrandResults {
   /** The definition of a job reference; a definition not yet registered is registered. */
@@ -41,12 +44,14 @@ export abstract class ErrandEnqueue extends ErrandResults {
   ): Promise<EnqueuedJob<P, R>> {
     if (inSynchronousTransaction(options.tx)) {
       this.assertOpen();
+      checkEnqueueOptions(options);
       const def = this.resolve(job);
       const row = prepareNow(def.name, this.prepare(def, payload, options, "payload"));
       return Promise.resolve(this.insertNow<P, R>([row], options.tx)[0]);
     }
     try {
       this.assertOpen();
+      checkEnqueueOptions(options);
       const def = this.resolve(job);
       const row = this.prepare(def, payload, options, "payload");
       const insert = (r: NewJob) => this.insert<P, R>([r], options.tx).then((jobs) => jobs[0]);
@@ -65,8 +70,9 @@ export abstract class ErrandEnqueue extends ErrandResults {
     items: readonly EnqueueManyItem<P>[],
     options: { tx?: TxHandle } = {},
   ): Promise<EnqueuedJob<P, R>[]> {
-    if (!inSynchronousTransaction(options.tx)) return this.enqueueManyLater(job, items, options.tx);
+    if (!inSynchronousTransaction(options.tx)) return this.enqueueManyLater(job, items, options);
     this.assertOpen();
+    checkTxOnly(options, "enqueueMany", MANY_HINT);
     const def = this.resolve(job);
     const rows = checkItems(items).map((item, i) =>
       prepareNow(def.name, this.prepare(def, item.payload, item, `item ${i} payload`)),
@@ -77,9 +83,11 @@ export abstract class ErrandEnqueue extends ErrandResults {
   private async enqueueManyLater<P, R>(
     job: JobRef<P, R>,
     items: readonly EnqueueManyItem<P>[],
-    tx: TxHandle,
+    options: { tx?: TxHandle },
   ): Promise<EnqueuedJob<P, R>[]> {
     this.assertOpen();
+    checkTxOnly(options, "enqueueMany", MANY_HINT);
+    const tx = options.tx;
     checkItems(items);
     const def = this.resolve(job);
     const prepared: Array<NewJob | Promise<NewJob>> = new Array(items.length);
@@ -135,6 +143,7 @@ export abstract class ErrandEnqueue extends ErrandResults {
     const sync = inSynchronousTransaction(options.tx);
     try {
       this.assertOpen();
+      checkTxOnly(options, "enqueueFlow", "on its node: { job, payload, delay, … }");
       const flow = prepareFlow(
         spec as unknown as FlowSpec,
         (job) => this.resolve(job),

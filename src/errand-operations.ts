@@ -13,10 +13,14 @@ import {
 } from "./bulk-actions.js";
 import type { ErrandEvents } from "./errand-types.js";
 import type { JobRecord } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { pauseQueue, queueOverview, type ResumeFlowOptions, resumeFlow, resumeQueue } from "./queue-pause.js";
 import type { ScheduleByHand, Scheduler } from "./schedule/scheduler.js";
 import type { FlowLimits, Store } from "./store/types.js";
 import { type WaitReason, whyWaiting } from "./waiting.js";
+
+const PICK_FIELDS = knownFields("ids", "queue");
+const BULK_FIELDS = knownFields("action", "queue", "search");
 
 export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   abstract readonly store: Store;
@@ -42,22 +46,27 @@ export abstract class ErrandOperations extends EventEmitter<ErrandEvents> {
   }
 
   /** Retries the jobs picked by id (failed or cancelled), or every failed job of a queue or of all. Returns how many. */
-  retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+  async retryJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    // `{ id: [...] }` would retry every failed job: a misspelt filter is refused, never widened.
+    onlyKnownFields(filter, PICK_FIELDS, "retryJobs filter");
     return this.store.retryJobs(filter);
   }
 
   /** Deletes failed jobs picked by id, or every failed job of a queue or of all. Returns how many. */
-  discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+  async discardJobs(filter: { ids?: string[]; queue?: string }): Promise<number> {
+    onlyKnownFields(filter, PICK_FIELDS, "discardJobs filter");
     return this.store.discardJobs(filter);
   }
 
   /** How many jobs a bulk action by filter would take now (counted up to `cap`). */
-  countMatchingJobs(filter: BulkFilter, cap?: number): Promise<number> {
+  async countMatchingJobs(filter: BulkFilter, cap?: number): Promise<number> {
+    onlyKnownFields(filter, BULK_FIELDS, "countMatchingJobs filter");
     return countMatching(this.store, filter, cap);
   }
 
   /** Retries or discards failed jobs, or cancels pending ones, matching a filter, in bounded batches, up to `max`. Returns how many. */
-  actOnMatchingJobs(filter: BulkFilter, max?: number): Promise<number> {
+  async actOnMatchingJobs(filter: BulkFilter, max?: number): Promise<number> {
+    onlyKnownFields(filter, BULK_FIELDS, "actOnMatchingJobs filter");
     return actOnMatching(this.store, filter, max);
   }
 

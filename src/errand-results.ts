@@ -4,10 +4,12 @@
  * Errand inherits them.
  */
 import { type Duration, parseDuration } from "./duration.js";
+import { JOB_OPTION_FIELDS } from "./enqueue.js";
 import { ErrandOperations } from "./errand-operations.js";
 import type { EnqueuedJob, EnqueueOptions, JobEvent } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
 import type { JobDefinition } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import type { Logger } from "./logger.js";
 import { ResultWaiters } from "./result-waiters.js";
 
@@ -74,6 +76,9 @@ export abstract class ErrandResults extends ErrandOperations {
     payload: P,
     options: Omit<EnqueueOptions, "tx"> & WaitOptions = {},
   ): Promise<R> {
+    // Checked whole first: the error lists every field enqueueAndWait takes.
+    if (options !== null && typeof options === "object")
+      onlyKnownFields(options, ENQUEUE_AND_WAIT_FIELDS, "enqueueAndWait options");
     const { timeout, signal, ...enqueueOptions } = options as EnqueueOptions & WaitOptions;
     if (enqueueOptions.tx !== undefined)
       throw new ValidationError(
@@ -121,12 +126,17 @@ export abstract class ErrandResults extends ErrandOperations {
 }
 
 /** The wait's options checked, or a ValidationError naming the bad one. */
+const WAIT_FIELDS = knownFields("timeout", "signal");
+/** `tx` is known, to be refused with the reason (enqueueAndWait). */
+const ENQUEUE_AND_WAIT_FIELDS = knownFields(...JOB_OPTION_FIELDS, "timeout", "signal", "tx");
+
 function checkWaitOptions(options: WaitOptions): {
   timeoutMs: number | null;
   signal: AbortSignal | undefined;
 } {
   if (options === null || typeof options !== "object")
     throw new ValidationError("waitFor options must be an object");
+  onlyKnownFields(options, WAIT_FIELDS, "waitFor options");
   const { timeout, signal } = options;
   let timeoutMs: number | null = null;
   if (timeout !== undefined) {

@@ -10,6 +10,7 @@ import type { JobRef, OpenErrandOptions } from "./errand-types.js";
 import { ValidationError } from "./errors.js";
 import { flowKeyOf, queueFlowLimits } from "./flow.js";
 import { type AnyJobDefinition, checkInteger, checkName, type JobDefinition, type JobRecord } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { checkLogger, createLogger, type Logger } from "./logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, quoted } from "./payload.js";
 import { DEFAULT_RECHECK_MS } from "./result-waiters.js";
@@ -28,6 +29,9 @@ export type {
   JobEvent,
   OpenErrandOptions,
 } from "./errand-types.js";
+
+const LIST_FIELDS = knownFields("queue", "state", "name", "search", "limit", "cursor");
+const QUEUE_ONLY = knownFields("queue");
 
 /**
  * The facade a user opens: enqueue, inspect, work. The enqueue family is inherited from
@@ -163,6 +167,7 @@ export class Errand extends ErrandEnqueue {
   }
 
   listJobs(filter: JobFilter = {}): Promise<JobPage> {
+    onlyKnownFields(filter, LIST_FIELDS, "listJobs filter");
     if (filter.limit !== undefined) checkInteger(filter.limit, "limit", { min: 1, max: 1000 });
     return this.store.listJobs(filter);
   }
@@ -183,7 +188,9 @@ export class Errand extends ErrandEnqueue {
   }
 
   /** Retries every failed job (of one queue, or all). Returns how many. */
-  retryFailed(filter: { queue?: string } = {}): Promise<number> {
+  async retryFailed(filter: { queue?: string } = {}): Promise<number> {
+    // `{ queu: "emails" }` would retry the failed jobs of every queue.
+    onlyKnownFields(filter, QUEUE_ONLY, "retryFailed filter");
     return this.store.retryJobs(filter);
   }
 
@@ -193,7 +200,8 @@ export class Errand extends ErrandEnqueue {
   }
 
   /** Deletes every failed job (of one queue, or all). Returns how many. */
-  discardFailed(filter: { queue?: string } = {}): Promise<number> {
+  async discardFailed(filter: { queue?: string } = {}): Promise<number> {
+    onlyKnownFields(filter, QUEUE_ONLY, "discardFailed filter");
     return this.store.discardJobs(filter);
   }
 

@@ -7,6 +7,7 @@
 import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
 import type { FlowLimits } from "./flow-limits.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { storableString } from "./payload.js";
 
 /** A flow key function: the budget a payload belongs to (a tenant, an account, an API token). */
@@ -27,6 +28,9 @@ export interface FlowDefinition {
   readonly key: ((payload: unknown) => unknown) | null;
   readonly limits: Readonly<FlowLimits>;
 }
+
+const CONCURRENCY_FIELDS = knownFields("key", "limit");
+const RATE_LIMIT_FIELDS = knownFields("limit", "per", "key");
 
 /** Largest limit accepted: past it a limit limits nothing a store could hold. */
 const MAX_LIMIT = 1_000_000;
@@ -65,6 +69,7 @@ export function checkFlowOptions(input: FlowOptions<never>, job: string): FlowDe
     limits.globalConcurrency = positiveInteger(globalConcurrency, `job "${job}" globalConcurrency`);
   if (concurrency !== undefined) {
     const c = object(concurrency, `job "${job}" concurrency`);
+    onlyKnownFields(c, CONCURRENCY_FIELDS, `job "${job}" concurrency`);
     key = keyFunction(c.key, `job "${job}" concurrency.key`);
     if (!key)
       throw new ValidationError(
@@ -74,6 +79,7 @@ export function checkFlowOptions(input: FlowOptions<never>, job: string): FlowDe
   }
   if (rateLimit !== undefined) {
     const r = object(rateLimit, `job "${job}" rateLimit`);
+    onlyKnownFields(r, RATE_LIMIT_FIELDS, `job "${job}" rateLimit`);
     const limit = positiveInteger(r.limit, `job "${job}" rateLimit.limit`);
     const perMs = parseDuration(r.per as Duration, `job "${job}" rateLimit.per`);
     if (!(perMs >= 1 && perMs <= MAX_PERIOD_MS))

@@ -3,6 +3,7 @@ import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
 import { type Duration, parseDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
 import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import type { Logger } from "./logger.js";
 import { quoted } from "./payload.js";
 import { checkDebounce, type DebounceDefinition, type DebounceOptions } from "./unique.js";
@@ -224,6 +225,23 @@ export interface JobDefinition<P = unknown, R = unknown> {
 /** Any job definition, whatever its payload type (for registries and lists). */
 export type AnyJobDefinition = JobDefinition<unknown, unknown>;
 
+/** The fields of JobDefinitionInput (FlowOptions included). */
+const DEFINITION_FIELDS = knownFields(
+  "name",
+  "queue",
+  "schema",
+  "run",
+  "maxAttempts",
+  "backoff",
+  "timeout",
+  "priority",
+  "classify",
+  "debounce",
+  "globalConcurrency",
+  "concurrency",
+  "rateLimit",
+);
+
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 export const PRIORITY_RANGE = { min: -1_000_000, max: 1_000_000 } as const;
 export const MAX_ATTEMPTS_RANGE = { min: 1, max: 1000 } as const;
@@ -251,6 +269,7 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
   input: JobDefinitionInput<S, R>,
 ): JobDefinition<StandardSchemaV1.InferInput<S>, R> {
   checkName(input.name, "job name");
+  onlyKnownFields(input, DEFINITION_FIELDS, `job "${input.name}"`);
   const queue = checkName(input.queue ?? "default", `queue of job "${input.name}"`);
   if (!input.schema || typeof input.schema !== "object" || !("~standard" in input.schema)) {
     throw new ValidationError(

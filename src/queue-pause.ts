@@ -4,6 +4,7 @@
  */
 import { ValidationError } from "./errors.js";
 import { checkName } from "./job.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { MAX_KEY_LENGTH, storableString } from "./payload.js";
 import { emptyStats } from "./store/common.js";
 import type { QueuePause, QueueStats, Store } from "./store/types.js";
@@ -30,6 +31,8 @@ export async function resumeQueue(store: Store, queue: string): Promise<boolean>
 }
 
 /** Which flow budget pauses `resumeFlow` lifts: absent `key`, all of the queue's; null, the queue-wide one. */
+const RESUME_FLOW_FIELDS = knownFields("key");
+
 export interface ResumeFlowOptions {
   /** One flow key's budget (a string), the queue-wide budget (null), or every one (absent). */
   key?: string | null;
@@ -50,6 +53,8 @@ export async function resumeFlow(
     throw new ValidationError(
       `resumeFlow options must be an object like { key }; got ${JSON.stringify(options)}`,
     );
+  // `{ kye: "acme" }` would lift every key's pause, not the one meant.
+  onlyKnownFields(options, RESUME_FLOW_FIELDS, "resumeFlow options");
   const { key } = options;
   if (key !== undefined && key !== null) {
     const bad = typeof key !== "string" || key.length === 0 || key.length > MAX_KEY_LENGTH;

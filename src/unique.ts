@@ -5,6 +5,7 @@
  */
 import { type Duration, parseDuration } from "./duration.js";
 import { ValidationError } from "./errors.js";
+import { knownFields, onlyKnownFields } from "./known-fields.js";
 import { storableString } from "./payload.js";
 import type { UniqueRule, UniqueWhile } from "./unique-rule.js";
 
@@ -43,6 +44,8 @@ export interface DebounceDefinition {
   readonly maxWaitMs: number | null;
 }
 
+const UNIQUE_FIELDS = knownFields("while", "for");
+const DEBOUNCE_FIELDS = knownFields("key", "delay", "maxWait");
 const WHILE: readonly UniqueWhile[] = ["pending", "unfinished", "retained"];
 const ON_CONFLICT: readonly OnConflict[] = ["keep", "replace"];
 
@@ -50,13 +53,6 @@ function object(value: unknown, what: string): Record<string, unknown> {
   if (value === null || typeof value !== "object" || Array.isArray(value))
     throw new ValidationError(`${what} must be an object`);
   return value as Record<string, unknown>;
-}
-
-function onlyFields(value: Record<string, unknown>, fields: readonly string[], what: string): void {
-  for (const field of Object.keys(value)) {
-    if (!fields.includes(field))
-      throw new ValidationError(`${what} has an unknown field "${field}" (known: ${fields.join(", ")})`);
-  }
 }
 
 function duration(value: unknown, what: string): number {
@@ -82,7 +78,7 @@ export function uniqueRule(
   let forMs: number | null = null;
   if (unique !== undefined) {
     const u = object(unique, `${what}: unique`);
-    onlyFields(u, ["while", "for"], `${what}: unique`);
+    onlyKnownFields(u, UNIQUE_FIELDS, `${what}: unique`);
     if (u.while !== undefined) {
       if (!WHILE.includes(u.while as UniqueWhile))
         throw new ValidationError(
@@ -109,7 +105,7 @@ export function uniqueRule(
 /** A debounce option checked (`keyFunction`: a definition's key may be a function of the payload). */
 export function checkDebounce(value: unknown, what: string, keyFunction: boolean): DebounceDefinition {
   const d = object(value, what);
-  onlyFields(d, ["key", "delay", "maxWait"], what);
+  onlyKnownFields(d, DEBOUNCE_FIELDS, what);
   let key: DebounceDefinition["key"];
   if (d.key === undefined || d.key === null) {
     throw new ValidationError(

@@ -7,12 +7,13 @@
  */
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { handleApi } from "./api.js";
 import { handleDashboard } from "./dashboard.js";
 import { FailedLoginLimiter } from "./login-limit.js";
 import { errandMetrics, handleMetrics } from "./metrics.js";
 import { json } from "./respond.js";
-import { handleTick } from "./tick.js";
+import { checkLimits, handleTick } from "./tick.js";
 import type { FetchHandler, HttpOptions, Route, RouteContext } from "./types.js";
 
 export type { FetchHandler, HttpOptions, Route, RouteContext } from "./types.js";
@@ -20,7 +21,20 @@ export type { FetchHandler, HttpOptions, Route, RouteContext } from "./types.js"
 /** Routes in order; each answers null when the path is not its own. */
 const ROUTES: Route[] = [handleTick, handleMetrics, handleApi, handleDashboard];
 
+const HTTP_FIELDS = knownFields(
+  "cronSecret",
+  "dashboardToken",
+  "prefix",
+  "queues",
+  "tickLimit",
+  "tickTimeBudget",
+  "metricsPublic",
+);
+
 export function createFetchHandler(errand: Errand, options: HttpOptions = {}): FetchHandler {
+  // A misspelt dashboardToken or cronSecret would leave the endpoint without the token meant for it.
+  onlyKnownFields(options, HTTP_FIELDS, "createFetchHandler options");
+  checkLimits(options);
   const prefix = (options.prefix ?? "").replace(/\/+$/, "");
   if (prefix && !prefix.startsWith("/"))
     throw new ValidationError(`prefix must start with "/", got ${JSON.stringify(prefix)}`);

@@ -25,6 +25,7 @@
  */
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { runTick, type TickOptions } from "../schedule/tick.js";
 import { BodyError, readText } from "./body.js";
 import { json } from "./respond.js";
@@ -51,6 +52,7 @@ export async function handleTick(request: Request, ctx: RouteContext): Promise<R
  * toNodeHandler. It answers every request it gets as the tick endpoint.
  */
 export function createTickHandler(errand: Errand, options: TickHandlerOptions = {}): FetchHandler {
+  onlyKnownFields(options, TICK_HANDLER_FIELDS, "createTickHandler options");
   checkLimits(options);
   return async (request) => {
     try {
@@ -68,7 +70,20 @@ export function cronSecret(options: Pick<HttpOptions, "cronSecret">): string | n
   return secret === "" ? null : secret;
 }
 
-function checkLimits(options: Pick<HttpOptions, "tickLimit">): { def: number; max: number } {
+const TICK_HANDLER_FIELDS = knownFields(
+  "cronSecret",
+  "queues",
+  "tickLimit",
+  "tickTimeBudget",
+  "beforeProcess",
+  "finishTimeout",
+);
+const TICK_LIMIT_FIELDS = knownFields("default", "max");
+
+/** tickLimit checked; also where both handlers check it when they are made. */
+export function checkLimits(options: Pick<HttpOptions, "tickLimit">): { def: number; max: number } {
+  if (options.tickLimit !== undefined && options.tickLimit !== null)
+    onlyKnownFields(options.tickLimit, TICK_LIMIT_FIELDS, "tickLimit");
   const max = options.tickLimit?.max ?? MAX_TICK_LIMIT;
   const def = Math.min(options.tickLimit?.default ?? DEFAULT_TICK_LIMIT, max);
   if (!Number.isInteger(max) || max < 1 || max > 10_000)

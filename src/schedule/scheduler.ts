@@ -18,6 +18,7 @@
  */
 import { ValidationError } from "../errors.js";
 import { type AnyJobDefinition, NAME_PATTERN } from "../job.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import type { MissedPolicy, ScheduleRecord, Store } from "../store/types.js";
@@ -80,6 +81,9 @@ export interface FireResult {
   slots: FiredSlot[];
 }
 
+const SCHEDULE_FIELDS = knownFields("timezone", "missed", "priority");
+const BY_HAND_FIELDS = knownFields("name", "cron", "jobName", "queue", "payload", ...SCHEDULE_FIELDS);
+
 /** At most this many slots are enqueued for one schedule in one call (missed: "all"); the rest follow on the next. */
 export const MAX_SLOTS_PER_FIRE = 1000;
 
@@ -120,6 +124,7 @@ export class Scheduler {
     options: ScheduleOptions = {},
   ): void {
     const checked = checkSchedule(name, cron, options);
+    onlyKnownFields(options, SCHEDULE_FIELDS, `schedule "${checked.name}" options`);
     if (this.definitions.has(checked.name))
       throw new ValidationError(`schedule "${checked.name}" is defined twice`);
     const def = typeof job === "string" ? this.errand.job(job) : job;
@@ -180,6 +185,7 @@ export class Scheduler {
    */
   async addByHand(input: ScheduleByHand): Promise<ScheduleRecord> {
     const checked = checkSchedule(input.name, input.cron, input);
+    onlyKnownFields(input, BY_HAND_FIELDS, `schedule "${checked.name}"`);
     if (typeof input.queue !== "string" || !NAME_PATTERN.test(input.queue))
       throw new ValidationError(
         `schedule "${checked.name}": invalid queue name ${JSON.stringify(input.queue)}`,

@@ -4,7 +4,10 @@
  */
 import type { Duration } from "../duration.js";
 import type { Errand } from "../errand.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { ProcessJobsResult } from "../worker/drain.js";
+
+const TICK_FIELDS = knownFields("limit", "timeBudget", "queues", "finishTimeout", "beforeProcess");
 
 export interface TickOptions {
   /** Most jobs processed. Default 100. */
@@ -25,6 +28,8 @@ export interface TickResult extends ProcessJobsResult {
 }
 
 export async function runTick(errand: Errand, options: TickOptions = {}): Promise<TickResult> {
+  // Before the schedules fire: a tick with a typo does nothing rather than half of it.
+  onlyKnownFields(options, TICK_FIELDS, "runTick options");
   const started = Date.now();
   const { fired } = await errand.fireSchedules();
   await options.beforeProcess?.(errand);

@@ -7,6 +7,7 @@ import type { Duration } from "../duration.js";
 import { parseDuration } from "../duration.js";
 import { Errand } from "../errand.js";
 import type { AnyJobDefinition, JobRecord } from "../job.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { checkLogger, type Logger, silentLogger } from "../logger.js";
 import { FakeClock, seededRandom, type TimeInput } from "./clock.js";
 import { advanceBy, type DrainResult, drainNow, drainUntilIdle, type Runner } from "./drain.js";
@@ -44,6 +45,19 @@ export interface DrainOptions {
   untilIdle?: boolean;
 }
 
+const TEST_ERRAND_FIELDS = knownFields(
+  "jobs",
+  "now",
+  "seed",
+  "jitter",
+  "stuckAfter",
+  "concurrency",
+  "maxJobs",
+  "logger",
+  "payloadLimit",
+);
+const DRAIN_FIELDS = knownFields("untilIdle");
+
 export class TestErrand implements Runner {
   /** The errand to hand to the code under test: enqueue, schedule, listJobs, getJob, … */
   readonly errand: Errand;
@@ -55,6 +69,7 @@ export class TestErrand implements Runner {
   private readonly store: RecordingMemoryStore;
 
   constructor(options: TestErrandOptions = {}) {
+    onlyKnownFields(options, TEST_ERRAND_FIELDS, "createTestErrand options");
     this.clock = new FakeClock(options.now);
     this.store = new RecordingMemoryStore({ clock: this.clock.nowMs });
     this.stuckAfterMs = parseDuration(options.stuckAfter ?? "5s", "stuckAfter");
@@ -75,8 +90,14 @@ export class TestErrand implements Runner {
    * first. A failed attempt is retried only once its backoff is due: move the clock, or pass
    * `untilIdle`. Failures do not throw (they are the jobs' outcomes): see `errors` in the result.
    */
-  readonly drain = (options: DrainOptions = {}): Promise<DrainResult> =>
-    options.untilIdle ? drainUntilIdle(this) : drainNow(this);
+  readonly drain = (options: DrainOptions = {}): Promise<DrainResult> => {
+    try {
+      onlyKnownFields(options, DRAIN_FIELDS, "drain options");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return options.untilIdle ? drainUntilIdle(this) : drainNow(this);
+  };
 
   /**
    * Lets `duration` pass as if a worker ran all along: the clock stops at each moment something

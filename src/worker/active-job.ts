@@ -2,6 +2,7 @@ import { type Duration, parseDuration } from "../duration.js";
 import { type Classification, ValidationError } from "../errors.js";
 import { checkDelay } from "../instant.js";
 import type { AnyJobDefinition, DependencyResults, JobContext, JobLogLine, OnceOptions } from "../job.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
 import { storableJson, storableString } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
@@ -185,8 +186,13 @@ export class ActiveJob implements JobContext {
   }
 }
 
+const ONCE_FIELDS = knownFields("scope");
+
 /** The scope of a ctx.once call; a ValidationError (it fails the job at once) for anything else. */
 function onceScope(options: OnceOptions | undefined): "job" | "global" {
+  // `{ scop: "global" }` would run a global effect once per job.
+  if (options !== null && typeof options === "object")
+    onlyKnownFields(options, ONCE_FIELDS, "ctx.once options");
   const scope = options?.scope ?? "job";
   if (scope !== "job" && scope !== "global")
     throw new ValidationError(`ctx.once: scope must be "job" or "global"; got ${JSON.stringify(scope)}`);

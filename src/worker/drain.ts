@@ -17,6 +17,7 @@ import { EventEmitter } from "node:events";
 import { type Duration, parseDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { checkInteger } from "../job.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { type Deps, type QueueOptions, Worker, type WorkerOptions } from "./worker.js";
 
 export interface ProcessJobsOptions {
@@ -36,6 +37,9 @@ export interface ProcessJobsOptions {
   /** Lease, heartbeat and worker id, as for a worker. */
   worker?: Pick<WorkerOptions, "lease" | "heartbeat" | "id" | "batchSize" | "retention">;
 }
+
+const PROCESS_FIELDS = knownFields("queues", "limit", "timeBudget", "concurrency", "finishTimeout", "worker");
+const PROCESS_WORKER_FIELDS = knownFields("lease", "heartbeat", "id", "batchSize", "retention");
 
 export interface ProcessJobsResult {
   /** Jobs claimed by this run. */
@@ -104,6 +108,9 @@ export async function processJobs(
         : new ValidationError(`processJobs: ${(err as Error).message}`);
     }
   };
+  onlyKnownFields(options, PROCESS_FIELDS, "processJobs options");
+  if (options.worker !== undefined && options.worker !== null)
+    onlyKnownFields(options.worker, PROCESS_WORKER_FIELDS, "processJobs options: worker");
   const limit = check(() => checkInteger(options.limit ?? 100, "limit", { min: 1, max: 10_000 }));
   const budgetMs = check(() => parseDuration(options.timeBudget ?? "10s", "timeBudget"));
   const finishMs = check(() => parseDuration(options.finishTimeout ?? "30s", "finishTimeout"));

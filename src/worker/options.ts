@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { type Duration, parseDuration } from "../duration.js";
 import { type Classification, ValidationError } from "../errors.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { storableString } from "../payload.js";
 import type { PruneRequest } from "../store/types.js";
 
@@ -59,8 +60,26 @@ export interface WorkerSettings {
   retention: Required<PruneRequest>;
 }
 
+const WORKER_FIELDS = knownFields(
+  "lease",
+  "heartbeat",
+  "pollInterval",
+  "rescueInterval",
+  "shutdownTimeout",
+  "batchSize",
+  "readAhead",
+  "retention",
+  "pruneInterval",
+  "id",
+);
+const RETENTION_FIELDS = knownFields("completed", "failed", "globalOnce");
+const QUEUE_FIELDS = knownFields("concurrency", "classify");
+
 /** Checks `options` (a clear error naming the bad one) and fills in the defaults. */
 export function workerSettings(options: WorkerOptions, bounded: boolean): WorkerSettings {
+  onlyKnownFields(options, WORKER_FIELDS, "worker options");
+  if (options.retention !== undefined && options.retention !== null)
+    onlyKnownFields(options.retention, RETENTION_FIELDS, "worker options: retention");
   // Written with every claim and history entry: a string every store holds as given (an empty or
   // non-string id claimed nothing, a NUL nothing on PostgreSQL; a lone surrogate came back changed).
   const id =
@@ -104,6 +123,12 @@ export function workerSettings(options: WorkerOptions, bounded: boolean): Worker
 
 /** A queue's concurrency, checked; default 10. */
 export function queueConcurrency(queue: string, options: QueueOptions): number {
+  // `{ emails: 5 }` would serve the queue at the default concurrency without a word.
+  if (options === null || typeof options !== "object")
+    throw new ValidationError(
+      `the options of queue "${queue}" must be an object like { concurrency: 5 }; got ${JSON.stringify(options) ?? String(options)}`,
+    );
+  onlyKnownFields(options, QUEUE_FIELDS, `queue "${queue}" options`);
   const concurrency = options.concurrency ?? 10;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
     throw new ValidationError(

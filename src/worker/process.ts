@@ -20,6 +20,7 @@
  */
 import { type Duration, parseDuration } from "../duration.js";
 import { toError } from "../errors.js";
+import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
 import { attributeCrashes, currentJobId } from "./crash.js";
 import type { StopResult, Worker } from "./worker.js";
@@ -52,6 +53,8 @@ export interface RunUntilSignalOptions {
   close?: boolean;
 }
 
+const RUN_UNTIL_SIGNAL_FIELDS = knownFields("shutdownTimeout", "log", "signals", "signal", "close");
+
 export interface ShutdownReport {
   /** 0 after a clean stop; 1 after the hard timeout, a forced stop or a crash. */
   exitCode: 0 | 1;
@@ -81,6 +84,7 @@ export async function runUntilSignal(
   errand: ClosableOwner,
   options: RunUntilSignalOptions = {},
 ): Promise<ShutdownReport> {
+  onlyKnownFields(options, RUN_UNTIL_SIGNAL_FIELDS, "runUntilSignal options");
   const timeoutMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
   const log = options.log ?? errand.log;
   const signals = options.signals ?? ["SIGTERM", "SIGINT"];
