@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand } from "../src/index.js";
+import { workerSettings } from "../src/worker/options.js";
 import { targets, withErrand } from "./helpers/targets.js";
 import { sleep, waitFor } from "./helpers/wait.js";
 
@@ -122,3 +123,12 @@ for (const target of targets) {
       }));
   });
 }
+
+describe("the default claim size", () => {
+  test("1,000 jobs on PostgreSQL (a round trip spread over more jobs), 500 on SQLite and in memory", () => {
+    assert.equal(workerSettings({}, false, "postgres").batchSize, 1000);
+    assert.equal(workerSettings({}, false, "sqlite").batchSize, 500);
+    assert.equal(workerSettings({}, false, "memory").batchSize, 500);
+    assert.equal(workerSettings({ batchSize: 20 }, false, "postgres").batchSize, 20);
+  });
+});

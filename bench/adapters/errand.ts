@@ -130,7 +130,7 @@ function ownPackageVersion(): string {
 }
 
 const SETTINGS =
-  "errand defaults (batchSize 500, readAhead 100ms, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
+  "errand defaults (batchSize 1000 on Postgres, 500 on SQLite, readAhead 100ms, lease 15s, pollInterval 2s, batched completions); backoff 100ms in the mixed run";
 
 export const errandSqlite: SystemDef = {
   name: "errand-sqlite",

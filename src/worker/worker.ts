@@ -79,7 +79,7 @@ export class Worker implements ProducerHost {
     bounded?: { limit: number; deadline: number },
   ) {
     this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
-    this.settings = workerSettings(options, bounded !== undefined);
+    this.settings = workerSettings(options, bounded !== undefined, deps.store.kind);
     this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log, this.settings.leaseMs);
     this.jobs = new RunningJobs({
