@@ -142,11 +142,34 @@ function prepareOptions<P>(def: JobDefinition<P, unknown>, options: JobOptions, 
     const onFailure = checkPolicy(options.onDependencyFailure, what);
     if (ids.length > 0) row.dependencies = { ids, rows: [], onFailure };
   } else if (options.onDependencyFailure !== undefined) checkPolicy(options.onDependencyFailure, what);
+  if (row.dependencies !== undefined) refuseReplaceWithDependencies(def, options, what);
   const { delay, runAt } = options;
   if (delay !== undefined)
     row.delayMs = checkOption(() => checkDelay(parseDuration(delay, "delay"), delay), what);
   if (runAt !== undefined) row.runAt = checkOption(() => checkRunAt(runAt), what);
   return row;
+}
+
+/**
+ * A replace gives a pending duplicate this enqueue's payload and run time, but not dependencies:
+ * the duplicate keeps the ones it was stored with (or none) and would run without waiting for
+ * these, so the two are refused together.
+ */
+function refuseReplaceWithDependencies<P>(
+  def: JobDefinition<P, unknown>,
+  options: JobOptions,
+  what: string,
+): void {
+  const replace =
+    options.onConflict === "replace"
+      ? 'onConflict "replace"'
+      : options.debounce !== undefined || def.debounce
+        ? "debounce"
+        : null;
+  if (replace === null) return;
+  throw new ValidationError(
+    `${what}: dependsOn cannot be given with ${replace}: a pending job it replaces keeps the dependencies it was stored with and would run without waiting for these`,
+  );
 }
 
 /** The row with its payload checked against the job's schema, or the ValidationError listing the issues. */

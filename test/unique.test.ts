@@ -144,6 +144,31 @@ for (const t of targets) {
         );
       }));
 
+    test("a replace with dependsOn is refused: the pending duplicate would take the payload and run without waiting", () =>
+      withErrand(t, async (errand) => {
+        const held = await errand.enqueue(sync, { user: 1, v: 1 }, { key: "sync-1" });
+        const first = await errand.enqueue(sync, { user: 2, v: 1 });
+        for (const options of [
+          { key: "sync-1", unique: { while: "pending" as const }, onConflict: "replace" as const },
+          { debounce: { key: "sync-1", delay: "1s" as const } },
+        ]) {
+          await assert.rejects(
+            errand.enqueue(sync, { user: 1, v: 2 }, { ...options, dependsOn: [first.id] }),
+            (err: unknown) => {
+              assert.ok(err instanceof ValidationError, String(err));
+              assert.match(err.message, /dependsOn cannot be given with (onConflict "replace"|debounce)/);
+              return true;
+            },
+          );
+        }
+        const after = await errand.getJob(held.id);
+        assert.deepEqual([after?.state, after?.payload], ["pending", { user: 1, v: 1 }]);
+        assert.equal(await count(errand), 2);
+        // Without a replace, a key and dependencies go together as before.
+        const waiting = await errand.enqueue(sync, { user: 3, v: 1 }, { key: "sync-3", dependsOn: [first.id] });
+        assert.equal(waiting.state, "waiting");
+      }));
+
     for (const [what, options, message] of BAD) {
       test(`bad input: ${what} is refused and stores nothing`, () =>
         withErrand(t, async (errand) => {
