@@ -6,8 +6,8 @@
  */
 import { type Command, Option } from "commander";
 import type { Errand } from "../errand.js";
-import type { AnyJobDefinition } from "../job.js";
 import { ValidationError } from "../errors.js";
+import type { AnyJobDefinition } from "../job.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import { checkSchedule } from "../schedule/row.js";
 import type { MissedPolicy, ScheduleRecord } from "../store/types.js";

@@ -31,7 +31,10 @@ export interface ScheduleRecord {
 }
 
 /** What a store is given to write; flowKey may be left out (none). */
-export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt" | "flowKey"> & {
+export type ScheduleInput = Omit<
+  ScheduleRecord,
+  "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt" | "flowKey"
+> & {
   flowKey?: string | null;
 };
 

@@ -5,9 +5,10 @@
  * the slot's job whichever scheduler fired it. On every store.
  */
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { defineJob, openErrand, silentLogger } from "../../src/index.js";
+import { createLogger, defineJob, openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import { targets } from "../helpers/targets.js";
 
@@ -20,6 +21,18 @@ const report = defineJob({
 });
 const jobs = [report as unknown as AnyJobDefinition];
 const FLOW = { keyConcurrency: 1 };
+
+/** A logger whose JSON lines are kept for the test to read. */
+function capturingLogger() {
+  const lines: Array<{ level: number; msg: string; schedule?: string }> = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split("\n")) if (line.trim()) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: createLogger({ pretty: false, level: "info", destination }), lines };
+}
 
 for (const target of targets) {
   describe(`schedule flow keys: ${target.name}`, { skip: target.skip }, () => {
@@ -85,6 +98,48 @@ for (const target of targets) {
       } finally {
         await blind.close();
         await knows.close();
+        await cleanup();
+      }
+    });
+
+    test("a process that knows a keyed job warns once about a schedule stored without its key", async () => {
+      const clock = { now: Date.parse("2026-05-01T10:00:30Z") };
+      const { store, cleanup } = await target.openStore({ clock: () => clock.now });
+      const { logger, lines } = capturingLogger();
+      const blind = await openErrand({ store, logger: silentLogger() });
+      const knows = await openErrand({ store, logger, jobs });
+      try {
+        await blind.addSchedule({
+          name: "by-hand-d",
+          cron: "* * * * *",
+          jobName: "tenant-report",
+          queue: "reports",
+          payload: { tenant: "d" },
+        });
+        const warnings = () => lines.filter((l) => /stored flow key is missing or stale/.test(l.msg));
+        for (const at of ["2026-05-01T10:01:10Z", "2026-05-01T10:02:10Z"]) {
+          clock.now = Date.parse(at);
+          assert.equal((await knows.fireSchedules()).fired, 1);
+        }
+        // This process enqueues under the key it computes, and says once that others would not.
+        const claim = await store.claimFlowJobs({
+          queue: "reports",
+          limit: 10,
+          workerId: "w",
+          leaseMs: 60_000,
+          flow: FLOW,
+        });
+        assert.deepEqual(
+          claim.jobs.map((j) => j.flowKey),
+          ["d"],
+        );
+        assert.deepEqual(
+          warnings().map((l) => l.schedule),
+          ["by-hand-d"],
+        );
+      } finally {
+        await knows.close();
+        await blind.close();
         await cleanup();
       }
     });
