@@ -104,7 +104,7 @@ Examples:
     .option("--priority <n>", "priority of the enqueued jobs (default: the job's own, else 0)")
     .option(
       "-j, --jobs <module>",
-      "jobs module: checks the job exists and the payload fits its schema, and gives its queue (default $ERRAND_JOBS)",
+      "jobs module: checks the job exists and the payload fits its schema, and gives its queue and flow key (default $ERRAND_JOBS)",
     )
     .option("-q, --queue <name>", "the job's queue, when no jobs module is given")
     .option("--json", "print the stored schedule as JSON")
