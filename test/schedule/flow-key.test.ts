@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { createLogger, defineJob, openErrand, silentLogger } from "../../src/index.js";
+import { createLogger, defineJob, openErrand, silentLogger, ValidationError } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
 import { targets } from "../helpers/targets.js";
 
@@ -145,3 +145,34 @@ for (const target of targets) {
     });
   });
 }
+
+test("a schedule whose payload the key function refuses is a ValidationError at definition", async () => {
+  const picky = defineJob({
+    name: "picky",
+    queue: "reports",
+    schema: z.object({ tenant: z.string() }),
+    concurrency: {
+      key: (p) => {
+        if (p.tenant === "") throw new Error("no tenant");
+        return p.tenant;
+      },
+      limit: 1,
+    },
+    run: () => {},
+  });
+  const errand = await openErrand({ url: "memory:", logger: silentLogger() });
+  try {
+    assert.throws(
+      () => errand.schedule("empty-tenant", "0 3 * * *", picky, { tenant: "" }),
+      (err: Error) =>
+        err instanceof ValidationError &&
+        /payload of schedule "empty-tenant": the flow key function of job "picky" threw: no tenant/.test(
+          err.message,
+        ),
+    );
+    await errand.syncSchedules();
+    assert.deepEqual(await errand.listSchedules(), [], "nothing defined, nothing stored");
+  } finally {
+    await errand.close();
+  }
+});
