@@ -7,6 +7,7 @@
 import { type Command, Option } from "commander";
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
+import type { AnyJobDefinition } from "../job.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import { checkSchedule } from "../schedule/row.js";
 import type { MissedPolicy, ScheduleRecord } from "../store/types.js";
@@ -103,7 +104,7 @@ Examples:
     .option("--priority <n>", "priority of the enqueued jobs (default: the job's own, else 0)")
     .option(
       "-j, --jobs <module>",
-      "jobs module: checks the job exists and the payload fits its schema, and gives its queue (default $ERRAND_JOBS)",
+      "jobs module: checks the job exists and the payload fits its schema, and gives its queue and flow key (default $ERRAND_JOBS)",
     )
     .option("-q, --queue <name>", "the job's queue, when no jobs module is given")
     .option("--json", "print the stored schedule as JSON")
@@ -216,6 +217,7 @@ async function addSchedule(
 
   const modulePath = opts.jobs ?? process.env.ERRAND_JOBS;
   let queue = opts.queue;
+  let known: AnyJobDefinition | undefined;
   let defaultPriority = 0;
   if (modulePath) {
     const defs = await loadJobs(modulePath);
@@ -233,6 +235,7 @@ async function addSchedule(
     }
     queue = def.queue;
     defaultPriority = def.priority;
+    known = def;
     const result = await def.schema["~standard"].validate(payload);
     if (result.issues) {
       throw new CliError(
@@ -247,8 +250,10 @@ async function addSchedule(
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(queue ?? ""))
     throw new UsageError(`--queue: invalid queue name ${JSON.stringify(queue)}`);
 
-  return withErrand(await openFromOptions(globals(cmd)), (errand: Errand) =>
-    errand.addSchedule({
+  return withErrand(await openFromOptions(globals(cmd)), (errand: Errand) => {
+    // Known to the errand, the job gives the schedule its flow key (scheduler.ts addByHand).
+    if (known) errand.register(known);
+    return errand.addSchedule({
       name: checked.name,
       cron: checked.cron.expression,
       timezone: checked.cron.timezone,
@@ -257,6 +262,6 @@ async function addSchedule(
       queue: queue as string,
       payload,
       priority: checked.priority ?? defaultPriority,
-    }),
-  );
+    });
+  });
 }

@@ -1,11 +1,13 @@
 /**
  * What a schedule is before it reaches the store: its checked parts, and the row the store keeps.
  * The scheduler (schedules defined in code) and the facade's `addSchedule` (schedules added by
- * hand, `errand schedule add`) both build their rows here, so the two cannot drift apart.
+ * hand, `errand schedule add`) both build their rows here, so the two cannot drift apart. Also
+ * the types of the scheduler's API (kept here for the scheduler's length).
  */
 import { ValidationError } from "../errors.js";
-import { checkInteger, checkName, PRIORITY_RANGE } from "../job.js";
-import type { MissedPolicy, ScheduleInput } from "../store/types.js";
+import { flowKeyOf } from "../flow.js";
+import { type AnyJobDefinition, checkInteger, checkName, PRIORITY_RANGE } from "../job.js";
+import type { MissedPolicy, ScheduleInput, ScheduleRecord } from "../store/types.js";
 import { CronExpression } from "./cron.js";
 
 export interface ScheduleOptions {
@@ -15,6 +17,32 @@ export interface ScheduleOptions {
   missed?: MissedPolicy;
   /** Priority of the enqueued jobs (default: the job's own). */
   priority?: number;
+}
+
+/** A schedule added by hand (`errand schedule add`): kept in the store until removed. */
+export interface ScheduleByHand extends ScheduleOptions {
+  name: string;
+  cron: string;
+  jobName: string;
+  queue: string;
+  payload: unknown;
+  /** Priority of the enqueued jobs (default 0). */
+  priority?: number;
+}
+
+/** One slot a fire call enqueued (or found already enqueued). */
+export interface FiredSlot {
+  schedule: string;
+  slot: Date;
+  jobId: string;
+  /** false: the slot's job already existed (another scheduler fired it). */
+  created: boolean;
+}
+
+export interface FireResult {
+  /** Slot jobs this call created. */
+  fired: number;
+  slots: FiredSlot[];
 }
 
 /** next_run_at of a schedule whose pattern never matches again. */
@@ -46,7 +74,7 @@ export function checkSchedule(
 /** The store row of a checked schedule, due at its first slot after `now` (the store's clock). */
 export function scheduleRow(
   checked: { name: string; cron: CronExpression; missed: MissedPolicy },
-  job: { jobName: string; queue: string; payload: unknown; priority: number },
+  job: { jobName: string; queue: string; payload: unknown; priority: number; flowKey: string | null },
   source: ScheduleInput["source"],
   now: number,
 ): ScheduleInput {
@@ -58,8 +86,27 @@ export function scheduleRow(
     queue: job.queue,
     payload: job.payload,
     priority: job.priority,
+    flowKey: job.flowKey,
     missed: checked.missed,
     source,
     nextRunAt: checked.cron.next(now) ?? NEVER,
   };
+}
+
+/**
+ * A process that knows the job enqueues its slots under the key its definition computes; a
+ * scheduler that does not know the job uses the row's key instead (scheduler.ts enqueueSlots).
+ * When the row's key is missing (added by hand without the job's definition) or stale (the key
+ * function changed since), the key this process computes — the slots other schedulers fire
+ * escape the per-key limits; else undefined. Read once per fire, never on the claim path.
+ */
+export function staleStoredKey(def: AnyJobDefinition, schedule: ScheduleRecord): string | undefined {
+  if (!def.flow?.key) return undefined;
+  let key: string | null;
+  try {
+    key = flowKeyOf(def.flow, schedule.payload, `payload of schedule "${schedule.name}"`, def.name);
+  } catch {
+    return undefined; // enqueueMany reports the payload
+  }
+  return key === null || key === schedule.flowKey ? undefined : key;
 }

@@ -17,15 +17,25 @@
  * schedules; call `errand.syncSchedules()` explicitly to clear them.
  */
 import { ValidationError } from "../errors.js";
+import { flowKeyOf } from "../flow.js";
 import { type AnyJobDefinition, NAME_PATTERN } from "../job.js";
 import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import type { MissedPolicy, ScheduleRecord, Store } from "../store/types.js";
 import { CronExpression } from "./cron.js";
-import { checkSchedule, NEVER, type ScheduleOptions, scheduleRow } from "./row.js";
+import {
+  checkSchedule,
+  type FiredSlot,
+  type FireResult,
+  NEVER,
+  type ScheduleByHand,
+  type ScheduleOptions,
+  scheduleRow,
+  staleStoredKey,
+} from "./row.js";
 
-export type { ScheduleOptions } from "./row.js";
+export type { FiredSlot, FireResult, ScheduleByHand, ScheduleOptions } from "./row.js";
 export { checkSchedule } from "./row.js";
 
 /**
@@ -55,32 +65,6 @@ export interface SchedulerHost {
   ): Promise<Array<{ id: string; created: boolean }>>;
 }
 
-/** A schedule added by hand (`errand schedule add`): kept in the store until removed. */
-export interface ScheduleByHand extends ScheduleOptions {
-  name: string;
-  cron: string;
-  jobName: string;
-  queue: string;
-  payload: unknown;
-  /** Priority of the enqueued jobs (default 0). */
-  priority?: number;
-}
-
-/** One slot a fire call enqueued (or found already enqueued). */
-export interface FiredSlot {
-  schedule: string;
-  slot: Date;
-  jobId: string;
-  /** false: the slot's job already existed (another scheduler fired it). */
-  created: boolean;
-}
-
-export interface FireResult {
-  /** Slot jobs this call created. */
-  fired: number;
-  slots: FiredSlot[];
-}
-
 const SCHEDULE_FIELDS = knownFields("timezone", "missed", "priority");
 const BY_HAND_FIELDS = knownFields("name", "cron", "jobName", "queue", "payload", ...SCHEDULE_FIELDS);
 
@@ -98,6 +82,8 @@ interface Definition {
   job: AnyJobDefinition;
   payload: unknown;
   priority: number;
+  /** From the fixed payload, computed once here so schedulers that do not know the job can use it. */
+  flowKey: string | null;
   missed: MissedPolicy;
 }
 
@@ -107,6 +93,8 @@ export class Scheduler {
   private syncNeeded = false;
   private syncing: Promise<void> | null = null;
   private readonly reportedBroken = new Set<string>();
+  /** Schedules already warned about for a missing or stale flow key (once per schedule). */
+  private readonly reportedKeyless = new Set<string>();
 
   constructor(private readonly errand: SchedulerHost) {}
 
@@ -154,6 +142,7 @@ export class Scheduler {
       job: def,
       payload: normalized,
       priority: checked.priority ?? def.priority,
+      flowKey: flowKeyOf(def.flow, normalized, `payload of schedule "${checked.name}"`, def.name),
       missed: checked.missed,
     });
     this.syncNeeded = true;
@@ -165,7 +154,13 @@ export class Scheduler {
     const rows = [...this.definitions.values()].map((d) =>
       scheduleRow(
         d,
-        { jobName: d.job.name, queue: d.job.queue, payload: d.payload, priority: d.priority },
+        {
+          jobName: d.job.name,
+          queue: d.job.queue,
+          payload: d.payload,
+          priority: d.priority,
+          flowKey: d.flowKey,
+        },
         "code",
         now,
       ),
@@ -181,7 +176,9 @@ export class Scheduler {
 
   /**
    * Adds (or replaces) a schedule by hand (source "cli"); it stays until removed. The job need not
-   * be known to this process (its workers check the payload when a slot runs). Returns the stored row.
+   * be known to this process (its workers check the payload when a slot runs); when it is, the
+   * row gets the flow key of its payload, else none (docs/semantics.md, Flow control). Returns the
+   * stored row.
    */
   async addByHand(input: ScheduleByHand): Promise<ScheduleRecord> {
     const checked = checkSchedule(input.name, input.cron, input);
@@ -195,8 +192,17 @@ export class Scheduler {
       DEFAULT_PAYLOAD_LIMIT,
       `payload of schedule "${checked.name}"`,
     );
+    const what = `payload of schedule "${checked.name}"`;
+    const def = this.errand.jobNames.includes(input.jobName) ? this.errand.job(input.jobName) : null;
+    const flowKey = def ? flowKeyOf(def.flow, payload, what, def.name) : null;
     const now = (await this.errand.store.now()).getTime();
-    const job = { jobName: input.jobName, queue: input.queue, payload, priority: checked.priority ?? 0 };
+    const job = {
+      jobName: input.jobName,
+      queue: input.queue,
+      payload,
+      priority: checked.priority ?? 0,
+      flowKey,
+    };
     await this.errand.store.upsertSchedule(scheduleRow(checked, job, "cli", now));
     const stored = (await this.list()).find((s) => s.name === checked.name);
     if (!stored) throw new Error(`schedule "${checked.name}" was not stored`);
@@ -333,6 +339,19 @@ export class Scheduler {
     return fired;
   }
 
+  /** Warns once per schedule whose stored flow key is missing or stale (row.ts staleStoredKey). */
+  private checkStoredKey(schedule: ScheduleRecord): void {
+    if (this.reportedKeyless.has(schedule.name)) return;
+    const def = this.errand.job(schedule.jobName);
+    const key = staleStoredKey(def, schedule);
+    if (key === undefined) return;
+    this.reportedKeyless.add(schedule.name);
+    this.errand.log.warn(
+      { schedule: schedule.name, job: def.name, storedFlowKey: schedule.flowKey, flowKey: key },
+      "schedule's stored flow key is missing or stale: a scheduler that does not know this job enqueues its slots outside the per-key limits; add the schedule again from a process that knows the job (errand schedule add --jobs)",
+    );
+  }
+
   /** `keyOf` given (run now): a rejected payload is thrown to the caller instead of logged. */
   private async enqueueSlots(
     schedule: ScheduleRecord,
@@ -348,6 +367,7 @@ export class Scheduler {
     }));
     try {
       if (this.errand.jobNames.includes(schedule.jobName)) {
+        this.checkStoredKey(schedule);
         const jobs = await this.errand.enqueueMany(schedule.jobName, items);
         return jobs.map((job, i) => ({
           schedule: schedule.name,
@@ -357,9 +377,16 @@ export class Scheduler {
         }));
       }
       // A job this process does not know (a schedule added by hand for another service):
-      // enqueue it as stored; the workers that know the job validate and run it.
+      // enqueue it as stored, under the flow key stored with it (computed by a process that knew
+      // the job); the workers that know the job validate and run it.
       const results = await this.errand.store.insertJobs(
-        items.map((item) => ({ ...item, queue: schedule.queue, name: schedule.jobName, maxAttempts: 3 })),
+        items.map((item) => ({
+          ...item,
+          queue: schedule.queue,
+          name: schedule.jobName,
+          maxAttempts: 3,
+          flowKey: schedule.flowKey,
+        })),
       );
       return results.map((r, i) => ({
         schedule: schedule.name,

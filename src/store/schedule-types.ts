@@ -13,6 +13,12 @@ export interface ScheduleRecord {
   queue: string;
   payload: unknown;
   priority: number;
+  /**
+   * The flow key of the enqueued jobs, computed from the fixed payload by the process that knows
+   * the job when it defined or added the schedule; null when that process did not know the job
+   * (or the job declares no key). A scheduler that does not know the job enqueues with this key.
+   */
+  flowKey: string | null;
   missed: MissedPolicy;
   /** "code": defined in code and synced at start-up; "cli": added by hand. */
   source: "code" | "cli";
@@ -24,7 +30,13 @@ export interface ScheduleRecord {
   pausedAt: Date | null;
 }
 
-export type ScheduleInput = Omit<ScheduleRecord, "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt">;
+/** What a store is given to write; flowKey may be left out (none). */
+export type ScheduleInput = Omit<
+  ScheduleRecord,
+  "lastFiredAt" | "lastSlot" | "createdAt" | "pausedAt" | "flowKey"
+> & {
+  flowKey?: string | null;
+};
 
 /** A paused queue: its claims take nothing until it is resumed (see Store.pauseQueue). */
 export interface QueuePause {

@@ -137,6 +137,7 @@ export function schedule(name: string, over: Partial<ScheduleInput> = {}): Sched
     queue: "reports",
     payload: { kind: "daily", tags: ["é", "ü"] },
     priority: 0,
+    flowKey: null,
     missed: "latest",
     source: "code",
     nextRunAt: new Date(Date.UTC(2030, 0, 1, 0, 0, 0)),

@@ -6,7 +6,13 @@ import { eachStore, nowMs, schedule } from "./helpers.js";
 eachStore((it) => {
   describe("schedules", () => {
     it("upsert, list, remove; every field round-trips", async (store) => {
-      const s = schedule("nightly", { timezone: "Europe/Berlin", priority: 4, missed: "all", source: "cli" });
+      const s = schedule("nightly", {
+        timezone: "Europe/Berlin",
+        priority: 4,
+        missed: "all",
+        source: "cli",
+        flowKey: "tenant-é",
+      });
       await store.upsertSchedule(s);
       await store.upsertSchedule(schedule("hourly", { cron: "0 * * * *" }));
       const list = await store.listSchedules();
@@ -30,6 +36,9 @@ eachStore((it) => {
       const hourly = (await store.listSchedules()).find((x) => x.name === "hourly");
       assert.equal(hourly?.cron, "30 * * * *");
       assert.deepEqual(hourly?.payload, { v: 2 });
+      assert.equal(hourly?.flowKey, null, "no key given: none");
+      await store.upsertSchedule(schedule("hourly", { cron: "30 * * * *", flowKey: "k2" }));
+      assert.equal((await store.listSchedules()).find((x) => x.name === "hourly")?.flowKey, "k2");
       assert.equal(hourly?.nextRunAt.getTime(), Date.UTC(2031, 0, 1));
 
       assert.equal(await store.removeSchedule("hourly"), true);
@@ -51,7 +60,7 @@ eachStore((it) => {
       ]);
       await store.upsertSchedule(schedule("by-hand", { source: "cli", nextRunAt: T1 }));
       await store.syncSchedules([
-        schedule("kept", { nextRunAt: T2, payload: { v: "new" }, priority: 7 }), // same cron + timezone
+        schedule("kept", { nextRunAt: T2, payload: { v: "new" }, priority: 7, flowKey: "t-1" }), // same cron + timezone
         schedule("retimed", { cron: "0 3 * * *", nextRunAt: T3 }), // cron changed
         schedule("added", { nextRunAt: T3 }),
       ]);
@@ -63,6 +72,7 @@ eachStore((it) => {
         "unchanged cron keeps its next run",
       );
       assert.deepEqual(byName.get("kept")?.payload, { v: "new" }, "other fields follow the code");
+      assert.equal(byName.get("kept")?.flowKey, "t-1", "the flow key follows the code");
       assert.equal(byName.get("kept")?.priority, 7);
       assert.equal(byName.get("retimed")?.nextRunAt.getTime(), T3.getTime());
       assert.equal(byName.get("retimed")?.cron, "0 3 * * *");

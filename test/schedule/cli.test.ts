@@ -131,6 +131,28 @@ describe("errand schedule", () => {
     const table = await run(["--url", db, "schedule", "list"]);
     assert.match(table.stdout, /^NAME\s+CRON\s+TIMEZONE/m);
 
+    // With the jobs module the schedule gets its job's flow key; with only --queue it cannot.
+    const keyed = await Promise.all(
+      [
+        ["nightly-acme", "--jobs", JOBS],
+        ["nightly-blind", "--queue", "reports"],
+      ].map(([name, ...how]) =>
+        run(
+          ["--url", db, "schedule", "add", name, "0 3 * * *", "tenant-report", ...how, "--json"].concat(
+            "--payload",
+            '{"tenant":"acme"}',
+          ),
+        ),
+      ),
+    );
+    for (const r of keyed) assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(
+      keyed.map((r) => (JSON.parse(r.stdout) as { flowKey: unknown }).flowKey),
+      ["acme", null],
+    );
+    for (const name of ["nightly-acme", "nightly-blind"])
+      assert.equal((await run(["--url", db, "schedule", "remove", name])).code, 0);
+
     const removed = await run(["--url", db, "schedule", "remove", "morning"]);
     assert.equal(removed.code, 0, removed.stderr);
     const again = await run(["--url", db, "schedule", "remove", "morning"]);

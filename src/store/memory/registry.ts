@@ -137,6 +137,7 @@ export class MemoryRegistry {
     const unchanged = existing && existing.cron === input.cron && existing.timezone === input.timezone;
     this.schedules.set(input.name, {
       ...clone(input),
+      flowKey: input.flowKey ?? null,
       // Keep the position in time of an unchanged schedule so a restart neither skips nor repeats a slot.
       nextRunAt: unchanged ? existing.nextRunAt : input.nextRunAt,
       lastFiredAt: existing?.lastFiredAt ?? null,

@@ -1,6 +1,7 @@
 /**
- * PostgreSQL migrations 6 to 13 (tracing, waitFor, the ledger's scopes, dependencies, flow
- * control's one-round-trip claim, its plans and its key walk), moved out of migrations.ts only to keep files short:
+ * PostgreSQL migrations 6 to 15 (tracing, waitFor, the ledger's scopes, dependencies, flow
+ * control's one-round-trip claim, its plans and its key walk, the schedules' flow keys), moved
+ * out of migrations.ts only to keep files short:
  * migrations.ts lists them in MIGRATIONS after versions 1 to 5, and its header says how they
  * run and why a shipped migration's text is never edited.
  */
@@ -198,5 +199,16 @@ ${FLOW_CLAIM_DEFINITION}`,
     // The function's newest text again, as migration 11. Not breaking: same arguments, same rows,
     // same decisions (sql/flow-claim-function.ts, bench/NOTES.md finding 16).
     sql: FLOW_CLAIM_DEFINITION,
+  },
+  {
+    version: 15,
+    name: "schedules: the flow key of the enqueued jobs",
+    // Computed from the schedule's fixed payload by the process that knows the job, so a
+    // scheduler that does not know it enqueues the slot's job under its key (schedule/scheduler.ts).
+    // Nullable, no default: existing rows have none until a process that knows the job syncs or
+    // re-adds them. Not breaking: an older errand neither writes nor reads the column.
+    sql: `
+ALTER TABLE {{schema}}.schedules ADD COLUMN IF NOT EXISTS flow_key text;
+`,
   },
 ];

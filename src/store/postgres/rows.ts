@@ -69,6 +69,7 @@ export function toSchedule(r: Row): ScheduleRecord {
     queue: r.queue as string,
     payload: r.payload,
     priority: Number(r.priority),
+    flowKey: (r.flow_key as string | null) ?? null,
     missed: r.missed as ScheduleRecord["missed"],
     source: r.source as ScheduleRecord["source"],
     nextRunAt: toDate(r.next_run_at),

@@ -16,6 +16,7 @@ function scheduleJson(schedules: ScheduleInput[]): string {
       queue: s.queue,
       payload: s.payload ?? null,
       priority: s.priority,
+      flow_key: s.flowKey ?? null,
       missed: s.missed,
       source: s.source,
       next_run_at: new Date(s.nextRunAt).toISOString(),

@@ -298,6 +298,17 @@ CREATE TABLE errand_flow_windows (
 );
 `,
   },
+  {
+    version: 12,
+    name: "schedules: the flow key of the enqueued jobs",
+    // Computed from the schedule's fixed payload by the process that knows the job, so a
+    // scheduler that does not know it enqueues the slot's job under its key (schedule/scheduler.ts).
+    // Nullable: existing rows have none until a process that knows the job syncs or re-adds them.
+    // Not breaking: an older errand neither writes nor reads the column.
+    sql: `
+ALTER TABLE errand_schedules ADD COLUMN flow_key TEXT;
+`,
+  },
 ];
 
 const NARROW_STATES = "CHECK (state IN ('pending', 'running', 'completed', 'failed', 'cancelled'))";

@@ -337,8 +337,8 @@ export const PRUNE_GLOBAL_LEDGER = "DELETE FROM errand_ledger WHERE scope = '' A
  */
 export const SCHEDULE_UPSERT = `
 INSERT INTO errand_schedules
-  (name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at, created_at)
-VALUES (@name, @cron, @timezone, @jobName, @queue, @payload, @priority, @missed, @source, @nextRunAt, ${NOW})
+  (name, cron, timezone, job_name, queue, payload, priority, flow_key, missed, source, next_run_at, created_at)
+VALUES (@name, @cron, @timezone, @jobName, @queue, @payload, @priority, @flowKey, @missed, @source, @nextRunAt, ${NOW})
 ON CONFLICT (name) DO UPDATE SET
   next_run_at = CASE
     WHEN errand_schedules.cron = excluded.cron AND errand_schedules.timezone = excluded.timezone
@@ -349,6 +349,7 @@ ON CONFLICT (name) DO UPDATE SET
   queue = excluded.queue,
   payload = excluded.payload,
   priority = excluded.priority,
+  flow_key = excluded.flow_key,
   missed = excluded.missed,
   source = excluded.source`;
 

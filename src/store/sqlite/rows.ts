@@ -58,6 +58,7 @@ export interface ScheduleRow {
   queue: string;
   payload: string;
   priority: number;
+  flow_key: string | null;
   missed: MissedPolicy;
   source: "code" | "cli";
   next_run_at: number;
@@ -165,6 +166,7 @@ export function scheduleFromRow(row: ScheduleRow): ScheduleRecord {
     queue: row.queue,
     payload: JSON.parse(row.payload),
     priority: row.priority,
+    flowKey: row.flow_key ?? null,
     missed: row.missed,
     source: row.source,
     nextRunAt: new Date(row.next_run_at),

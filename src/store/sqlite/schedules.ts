@@ -23,6 +23,7 @@ export function upsertSchedule(c: Connection, s: ScheduleInput): void {
     queue: s.queue,
     payload: toJson(s.payload),
     priority: s.priority,
+    flowKey: s.flowKey ?? null,
     missed: s.missed,
     source: s.source,
     nextRunAt: new Date(s.nextRunAt).getTime(),

@@ -3,7 +3,7 @@ import { ms, NOW } from "./fragments.js";
 
 // ── schedules ─────────────────────────────────────────────────────────────────────────────
 
-const SCHEDULE_COLUMNS = `name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at,
+const SCHEDULE_COLUMNS = `name, cron, timezone, job_name, queue, payload, priority, flow_key, missed, source, next_run_at,
   last_fired_at, last_slot, created_at, paused_at`;
 
 /**
@@ -13,15 +13,16 @@ const SCHEDULE_COLUMNS = `name, cron, timezone, job_name, queue, payload, priori
  */
 export const UPSERT_SCHEDULES = `
 INSERT INTO {{schema}}.schedules AS s
-  (name, cron, timezone, job_name, queue, payload, priority, missed, source, next_run_at, created_at)
-SELECT x.name, x.cron, x.timezone, x.job_name, x.queue, coalesce(x.payload, 'null'::jsonb), x.priority, x.missed,
-       x.source, x.next_run_at, ${NOW}
+  (name, cron, timezone, job_name, queue, payload, priority, flow_key, missed, source, next_run_at, created_at)
+SELECT x.name, x.cron, x.timezone, x.job_name, x.queue, coalesce(x.payload, 'null'::jsonb), x.priority, x.flow_key,
+       x.missed, x.source, x.next_run_at, ${NOW}
 FROM jsonb_to_recordset($1::jsonb) AS x(name text, cron text, timezone text, job_name text, queue text,
-                                        payload jsonb, priority integer, missed text, source text,
-                                        next_run_at timestamptz)
+                                        payload jsonb, priority integer, flow_key text, missed text,
+                                        source text, next_run_at timestamptz)
 ON CONFLICT (name) DO UPDATE SET
   cron = excluded.cron, timezone = excluded.timezone, job_name = excluded.job_name, queue = excluded.queue,
-  payload = excluded.payload, priority = excluded.priority, missed = excluded.missed, source = excluded.source,
+  payload = excluded.payload, priority = excluded.priority, flow_key = excluded.flow_key, missed = excluded.missed,
+  source = excluded.source,
   next_run_at = CASE WHEN s.cron = excluded.cron AND s.timezone = excluded.timezone
                      THEN s.next_run_at ELSE excluded.next_run_at END`;
 
