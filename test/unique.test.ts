@@ -165,7 +165,11 @@ for (const t of targets) {
         assert.deepEqual([after?.state, after?.payload], ["pending", { user: 1, v: 1 }]);
         assert.equal(await count(errand), 2);
         // Without a replace, a key and dependencies go together as before.
-        const waiting = await errand.enqueue(sync, { user: 3, v: 1 }, { key: "sync-3", dependsOn: [first.id] });
+        const waiting = await errand.enqueue(
+          sync,
+          { user: 3, v: 1 },
+          { key: "sync-3", dependsOn: [first.id] },
+        );
         assert.equal(waiting.state, "waiting");
       }));
 

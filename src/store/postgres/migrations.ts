@@ -28,7 +28,7 @@
  * - Downgrades are not supported: restore a backup or write a forward fix.
  */
 
-import { MIGRATIONS_6_TO_14 } from "./migrations-6-to-14.js";
+import { MIGRATIONS_6_TO_15 } from "./migrations-6-to-15.js";
 
 export interface PostgresMigration {
   version: number;
@@ -301,7 +301,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.flow_cursors (
 `,
   },
   // Versions 6 to 10, in their own file for length; new versions are appended below them.
-  ...MIGRATIONS_6_TO_14,
+  ...MIGRATIONS_6_TO_15,
 ];
 
 /** The highest version this code knows. */

@@ -1,6 +1,6 @@
 /**
  * `flow_claim`, the claim of a flow-controlled queue in one round trip, installed by migration 10
- * (with the tables it uses) and replaced whole by migrations 11 to 14 (migrations-6-to-14.ts).
+ * (with the tables it uses) and replaced whole by migrations 11 to 14 (migrations-6-to-15.ts).
  *
  * A function's text, unlike a table's, is replaced whole by CREATE OR REPLACE: every migration
  * that changes it installs FLOW_CLAIM_DEFINITION, the newest text, and so does migration 10 on a

@@ -8,7 +8,7 @@
 import { FLOW_CLAIM_DEFINITION, FLOW_CLAIM_TABLES } from "./sql/flow-claim-function.js";
 
 /** PostgresMigration entries, typed where migrations.ts spreads them (importing the type here would make a cycle). */
-export const MIGRATIONS_6_TO_14 = [
+export const MIGRATIONS_6_TO_15 = [
   {
     version: 6,
     name: "tracing: the trace context of the enqueue",
