@@ -13,7 +13,7 @@ import { describe, it } from "node:test";
 import pg from "pg";
 import { ValidationError } from "../../src/errors.js";
 import { INSERT_CHUNK, INSERT_CHUNK_BYTES, insertChunks } from "../../src/store/postgres/insert.js";
-import { describePostgresStore, job, migrated, schemaName, url } from "./setup.js";
+import { admin, describePostgresStore, job, migrated, schemaName, url } from "./setup.js";
 
 describePostgresStore(() => {
   describe("insert", () => {
@@ -208,6 +208,33 @@ describePostgresStore(() => {
         assert.ok(!seen.includes("txq"), "no wake-up for a rolled-back enqueue");
       } finally {
         stop();
+        await client.end();
+      }
+    });
+
+    it("a client outside a transaction (no BEGIN) gets one of its own: a failure halfway stores nothing", async () => {
+      const store = await migrated();
+      const [dep] = await store.insertJobs([job("q", "dep")]);
+      // The edge's write, after the job's insert statement, fails (a stand-in for any error there).
+      await admin(async (c) => {
+        await c.query(`CREATE FUNCTION "${store.schema}".refuse() RETURNS trigger LANGUAGE plpgsql
+          AS $$ BEGIN RAISE EXCEPTION 'edge refused'; END $$`);
+        await c.query(`CREATE TRIGGER refuse BEFORE INSERT ON "${store.schema}".job_dependencies
+          FOR EACH ROW EXECUTE FUNCTION "${store.schema}".refuse()`);
+      });
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const dependent = job("q", "dependent", {
+          dependencies: { ids: [dep.job.id], rows: [], onFailure: "fail" },
+        });
+        await assert.rejects(() => store.insertJobs([dependent], client), /edge refused/);
+        const names = (await store.listJobs({ limit: 10 })).jobs.map((j) => j.name);
+        assert.deepEqual(names, ["dep"], "the dependent job was not left stored, pending, without its edge");
+        // The client is left as it was given: outside a transaction, each later call its own.
+        const [alone] = await store.insertJobs([job("q", "alone")], client);
+        assert.equal((await store.getJob(alone.job.id))?.state, "pending", "committed on return");
+      } finally {
         await client.end();
       }
     });

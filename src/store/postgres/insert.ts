@@ -16,6 +16,33 @@ import { type Notifier, notifyLocally } from "./notifier.js";
 import { type Row, toJob } from "./rows.js";
 import { insertScoped } from "./unique.js";
 
+/**
+ * A node-postgres client with no transaction open: its last ReadyForQuery said "I" (idle; pg 8
+ * keeps it as `_txStatus`). Absent on other query objects (the ORM adapters'): taken as inside.
+ */
+function outsideTransaction(client: Queryable): boolean {
+  return (client as { _txStatus?: unknown })._txStatus === "I";
+}
+
+/**
+ * A `tx` outside a transaction (no BEGIN) gets one of its own on that client, as a SQLite handle
+ * does: else each statement committed alone — a job with dependencies was stored pending, and
+ * claimable, before its edges were written; a keyed job keyless until its key was set; and a
+ * failure halfway left part of the call stored (test/postgres-store/enqueue.test.ts).
+ */
+async function inOwnTransaction<T>(client: Queryable, fn: () => Promise<T>): Promise<T> {
+  await client.query({ text: "BEGIN" });
+  let result: T;
+  try {
+    result = await fn();
+  } catch (err) {
+    await client.query({ text: "ROLLBACK" }).catch(() => {});
+    throw err;
+  }
+  await client.query({ text: "COMMIT" });
+  return result;
+}
+
 /** Inserts `jobs` in the caller's transaction `tx`, or else on its own (one transaction). */
 export async function insertJobs(
   db: Db,
@@ -25,6 +52,9 @@ export async function insertJobs(
 ): Promise<InsertResult[]> {
   const client = tx === undefined || tx === null ? null : asClient(tx);
   if (jobs.length === 0) return [];
+  if (client && outsideTransaction(client)) {
+    return inOwnTransaction(client, () => insertJobs(db, notifier, jobs, client));
+  }
   const payloads = new Array<string>(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
     payloads[i] =
