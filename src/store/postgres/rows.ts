@@ -92,9 +92,15 @@ export function toWorker(r: Row): WorkerInfo {
   };
 }
 
-/** Job ids are positive bigints; anything else names no job. */
+/**
+ * Job ids are positive bigints; anything else names no job. The range is checked on the digits
+ * (19 digits without a leading zero compare as numbers do): BigInt(id) allocated a BigInt per
+ * outcome of every finish batch.
+ */
 export function isJobId(id: unknown): id is string {
-  return typeof id === "string" && /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= 9223372036854775807n;
+  return (
+    typeof id === "string" && /^[1-9]\d{0,18}$/.test(id) && (id.length < 19 || id <= "9223372036854775807")
+  );
 }
 
 /** Orders job ids numerically (they are strings of up to 19 digits). */
