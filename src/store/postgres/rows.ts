@@ -5,6 +5,7 @@
  * string payload arrives as a JavaScript string, so it cannot be re-parsed safely).
  */
 import type { AttemptRecord, JobRecord, JobState } from "../../job.js";
+import { ClaimedRow } from "../claimed-row.js";
 import type { ClaimedJob, ScheduleRecord, WorkerInfo } from "../types.js";
 
 export type Row = Record<string, unknown>;
@@ -43,64 +44,21 @@ export function toJob(r: Row): JobRecord {
 }
 
 export function toClaimed(r: Row): ClaimedJob {
-  return new ClaimedRow(r);
-}
-
-/**
- * A claimed job whose three times stay as the row gave them (epoch milliseconds from the claim)
- * until first read: the worker itself reads none of them, and three Dates per claimed job were a
- * tenth of what the worker allocated per no-op job (heap sampling of bench/one-worker.ts
- * postgres, bench/NOTES.md finding 17). The times are accessors, not own properties: a spread or
- * Object.keys of a claimed job does not show them (ActiveJob's job view and flow.ts add them).
- */
-class ClaimedRow implements ClaimedJob {
-  readonly id: string;
-  readonly queue: string;
-  readonly name: string;
-  readonly payload: unknown;
-  readonly priority: number;
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  readonly key: string | null;
-  readonly leaseToken: number;
-  readonly traceContext: string | null;
-  /** Set by a flow claim only (flow.ts): not an own property otherwise, as before. */
-  declare flowKey?: string | null;
-  #runAt: unknown;
-  #createdAt: unknown;
-  #lockedUntil: unknown;
-
-  constructor(r: Row) {
-    this.id = String(r.id);
-    this.queue = r.queue as string;
-    this.name = r.name as string;
-    this.payload = r.payload;
-    this.priority = Number(r.priority);
-    this.attempt = Number(r.attempt);
-    this.maxAttempts = Number(r.max_attempts);
-    this.key = (r.key as string | null) ?? null;
-    this.leaseToken = Number(r.lease_token);
-    this.traceContext = (r.trace_context as string | null) ?? null;
-    this.#runAt = r.run_at;
-    this.#createdAt = r.created_at;
-    this.#lockedUntil = r.locked_until;
-  }
-
-  // Each made once, on first read (the same Date after that, as a plain field would be).
-  get runAt(): Date {
-    if (!(this.#runAt instanceof Date)) this.#runAt = toDate(this.#runAt);
-    return this.#runAt as Date;
-  }
-
-  get createdAt(): Date {
-    if (!(this.#createdAt instanceof Date)) this.#createdAt = toDate(this.#createdAt);
-    return this.#createdAt as Date;
-  }
-
-  get lockedUntil(): Date {
-    if (!(this.#lockedUntil instanceof Date)) this.#lockedUntil = toDate(this.#lockedUntil);
-    return this.#lockedUntil as Date;
-  }
+  return new ClaimedRow(
+    String(r.id),
+    r.queue as string,
+    r.name as string,
+    r.payload,
+    Number(r.priority),
+    Number(r.attempt),
+    Number(r.max_attempts),
+    (r.key as string | null) ?? null,
+    Number(r.lease_token),
+    (r.trace_context as string | null) ?? null,
+    r.run_at,
+    r.created_at,
+    r.locked_until,
+  );
 }
 
 export function toSchedule(r: Row): ScheduleRecord {
