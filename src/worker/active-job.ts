@@ -55,7 +55,9 @@ export class ActiveJob implements JobContext {
   get job(): JobContext["job"] {
     if (!this.jobView) {
       const { leaseToken: _t, lockedUntil: _l, traceContext: _c, ...job } = this.claimed;
-      this.jobView = Object.freeze(job);
+      // The times may be accessors, which a rest copy skips (the Postgres claim's ClaimedRow
+      // makes its Dates on first read); a plain object's keep their place.
+      this.jobView = Object.freeze({ ...job, runAt: this.claimed.runAt, createdAt: this.claimed.createdAt });
     }
     return this.jobView;
   }

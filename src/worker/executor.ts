@@ -29,41 +29,91 @@ export interface Execution {
  * Runs one claimed job to an outcome. Never throws: every failure becomes an outcome.
  *
  * Written to make few promises: a worker runs thousands of jobs a second, and every promise costs
- * more once AsyncLocalStorage is on (crash.ts); one `.catch` here, and no wait at all for a
- * handler that returns synchronously (bench/NOTES.md finding 13: 16 promises per no-op job before).
+ * more once AsyncLocalStorage is on (crash.ts). A job whose schema validates synchronously and
+ * whose handler returns synchronously gets its Execution back as a plain value, with no async
+ * function and no promise at all; a handler's promise is awaited by one async function
+ * (awaitHandler). bench/NOTES.md finding 13: 16 promises per no-op job, then 7; as one async
+ * `execute` plus a `.catch`, those two were a fifth of what the worker allocated per no-op job
+ * (heap sampling of bench/one-worker.ts postgres, finding 17).
  */
-export function executeJob(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
-  return execute(active, deps).catch((err: unknown) => {
-    // Only a fault in errand's own error handling gets here (a classify hook that throws, a
-    // logger that cannot serialise what it was given): the job still gets an outcome, so its
-    // slot is freed and it is retried or failed like any error.
-    const error = toError(err);
-    const base = { id: active.claimed.id, leaseToken: active.claimed.leaseToken, worker: deps.workerId };
-    safeLog(() => deps.log.error({ err: error, jobId: active.claimed.id }, "handling a job's error failed"));
-    if (active.completedInTransaction) return { outcome: null };
-    const def = deps.findJob(active.claimed.name);
-    return { outcome: failureOutcome(base, active.claimed, error, "unknown", def, undefined), error };
-  });
+export function executeJob(active: ActiveJob, deps: ExecutorDeps): Execution | Promise<Execution> {
+  let execution: Execution | Promise<Execution>;
+  try {
+    execution = execute(active, deps);
+  } catch (err) {
+    return internalFault(err, active, deps);
+  }
+  return execution instanceof Promise
+    ? execution.catch((err) => internalFault(err, active, deps))
+    : execution;
 }
 
-async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution> {
+/**
+ * Only a fault in errand's own error handling gets here (a classify hook that throws, a logger
+ * that cannot serialise what it was given): the job still gets an outcome, so its slot is freed
+ * and it is retried or failed like any error.
+ */
+function internalFault(err: unknown, active: ActiveJob, deps: ExecutorDeps): Execution {
+  const error = toError(err);
+  const base = { id: active.claimed.id, leaseToken: active.claimed.leaseToken, worker: deps.workerId };
+  safeLog(() => deps.log.error({ err: error, jobId: active.claimed.id }, "handling a job's error failed"));
+  if (active.completedInTransaction) return { outcome: null };
+  const def = deps.findJob(active.claimed.name);
+  return { outcome: failureOutcome(base, active.claimed, error, "unknown", def, undefined), error };
+}
+
+function execute(active: ActiveJob, deps: ExecutorDeps): Execution | Promise<Execution> {
   const { claimed } = active;
-  const debug = deps.log.isLevelEnabled("debug");
-  const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
   const def = deps.findJob(claimed.name);
 
   if (!def) {
+    const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
     const error = new Error(
       `no handler for job "${claimed.name}" in this worker (known: ${deps.knownJobNames().join(", ") || "none"})`,
     );
     active.workerLog.error({ err: error }, "unknown job name");
     return { outcome: failureOutcome(base, claimed, error, "unknown", undefined, null), error };
   }
-
-  let timer: NodeJS.Timeout | undefined;
+  let validation: Validation;
   try {
-    let validation = def.schema["~standard"].validate(claimed.payload);
-    if (validation instanceof Promise) validation = await validation;
+    validation = def.schema["~standard"].validate(claimed.payload) as Validation;
+  } catch (thrown) {
+    return failure(thrown, active, deps, def);
+  }
+  return validation instanceof Promise
+    ? afterValidation(active, deps, def, validation)
+    : runValidated(active, deps, def, validation);
+}
+
+type Validation = { value?: unknown; issues?: ReadonlyArray<{ message: string }> };
+
+/** A schema that validates asynchronously: the rest of the run once it has answered. */
+async function afterValidation(
+  active: ActiveJob,
+  deps: ExecutorDeps,
+  def: AnyJobDefinition,
+  pending: Promise<Validation>,
+): Promise<Execution> {
+  let validation: Validation;
+  try {
+    validation = await pending;
+  } catch (thrown) {
+    return failure(thrown, active, deps, def);
+  }
+  return runValidated(active, deps, def, validation);
+}
+
+/** Runs the handler on a validated payload; synchronous unless the handler returns a promise. */
+function runValidated(
+  active: ActiveJob,
+  deps: ExecutorDeps,
+  def: AnyJobDefinition,
+  validation: Validation,
+): Execution | Promise<Execution> {
+  const { claimed } = active;
+  let timer: NodeJS.Timeout | undefined;
+  let awaiting = false; // awaitHandler owns the timer and onAbort from then on
+  try {
     if (validation.issues) {
       throw new ValidationError(
         `payload of job "${claimed.name}" does not match its schema: ${validation.issues.map((i) => i.message).join("; ")}`,
@@ -71,48 +121,98 @@ async function execute(active: ActiveJob, deps: ExecutorDeps): Promise<Execution
       );
     }
     const payload = validation.value as never;
-    if (debug) active.workerLog.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
+    if (deps.log.isLevelEnabled("debug"))
+      active.workerLog.debug(deps.logPayloads ? { payload: claimed.payload } : {}, "job started");
     if (def.timeoutMs !== null) {
       const ms = def.timeoutMs;
       timer = setTimeout(() => active.abort(new JobAbort("timeout", `job timed out after ${ms} ms`)), ms);
     }
-    // The wait ends when the handler settles or the job is aborted, whichever comes first: a
-    // handler that ignores its signal and hangs must not hold the slot. A handler that rejects
-    // after that is handled here too (never an unhandled rejection).
-    // A handler that returns synchronously (or throws) is not waited for at all.
     if (active.abortReason) throw active.abortReason;
-    let result: unknown = def.run(payload, active);
+    // A handler that returns synchronously (or throws) is not waited for at all.
+    const result: unknown = def.run(payload, active);
     if (typeof (result as PromiseLike<unknown> | null)?.then === "function") {
-      const returned = result as PromiseLike<unknown>;
-      result = await new Promise<unknown>((resolve, reject) => {
-        if (active.abortReason) return reject(active.abortReason);
-        active.onAbort = reject;
-        returned.then(resolve, reject);
-      });
+      awaiting = true;
+      return awaitHandler(active, deps, def, result as PromiseLike<unknown>, timer);
     }
-    if (active.completedInTransaction) return { outcome: null, result };
-    checkResult(result, deps.payloadLimit);
-    if (debug) active.workerLog.debug("job completed");
-    return { outcome: { ...base, kind: "completed", result: result === undefined ? null : result }, result };
+    return completion(active, deps, result);
   } catch (thrown) {
-    if (active.completedInTransaction) {
-      active.workerLog.warn(
-        { err: toError(thrown) },
-        "handler threw after completing in its transaction; the completion stands",
-      );
-      return { outcome: null };
+    return failure(thrown, active, deps, def);
+  } finally {
+    if (!awaiting) {
+      active.onAbort = undefined;
+      if (timer) clearTimeout(timer);
     }
-    const error = toError(thrown);
-    const execution = {
-      ...classifyFailure(thrown, error, base, claimed, def, deps, active.workerLog),
-      error,
-    };
-    await pauseFlowBudget(execution, claimed, def, deps, active.workerLog);
-    return execution;
+  }
+}
+
+/**
+ * The wait ends when the handler settles or the job is aborted, whichever comes first: a handler
+ * that ignores its signal and hangs must not hold the slot. A handler that rejects after that is
+ * handled here too (never an unhandled rejection).
+ */
+async function awaitHandler(
+  active: ActiveJob,
+  deps: ExecutorDeps,
+  def: AnyJobDefinition,
+  returned: PromiseLike<unknown>,
+  timer: NodeJS.Timeout | undefined,
+): Promise<Execution> {
+  try {
+    const result = await new Promise<unknown>((resolve, reject) => {
+      if (active.abortReason) return reject(active.abortReason);
+      active.onAbort = reject;
+      returned.then(resolve, reject);
+    });
+    return completion(active, deps, result);
+  } catch (thrown) {
+    return await failure(thrown, active, deps, def);
   } finally {
     active.onAbort = undefined;
     if (timer) clearTimeout(timer);
   }
+}
+
+/** The handler returned `result` (throws a ValidationError for a result no store can hold). */
+function completion(active: ActiveJob, deps: ExecutorDeps, result: unknown): Execution {
+  if (active.completedInTransaction) return { outcome: null, result };
+  checkResult(result, deps.payloadLimit);
+  if (deps.log.isLevelEnabled("debug")) active.workerLog.debug("job completed");
+  const { claimed } = active;
+  return {
+    outcome: {
+      id: claimed.id,
+      leaseToken: claimed.leaseToken,
+      worker: deps.workerId,
+      kind: "completed",
+      result: result === undefined ? null : result,
+    },
+    result,
+  };
+}
+
+/** The handler (or the validation, or the result check) threw: the outcome it earns. */
+function failure(
+  thrown: unknown,
+  active: ActiveJob,
+  deps: ExecutorDeps,
+  def: AnyJobDefinition,
+): Execution | Promise<Execution> {
+  if (active.completedInTransaction) {
+    active.workerLog.warn(
+      { err: toError(thrown) },
+      "handler threw after completing in its transaction; the completion stands",
+    );
+    return { outcome: null };
+  }
+  const { claimed } = active;
+  const base = { id: claimed.id, leaseToken: claimed.leaseToken, worker: deps.workerId };
+  const error = toError(thrown);
+  const execution = {
+    ...classifyFailure(thrown, error, base, claimed, def, deps, active.workerLog),
+    error,
+  };
+  if (execution.pauseMs === undefined || !def.flow) return execution; // nothing to pause
+  return pauseFlowBudget(execution, claimed, def, deps, active.workerLog).then(() => execution);
 }
 
 function classifyFailure(

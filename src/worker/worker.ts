@@ -181,9 +181,9 @@ export class Worker implements ProducerHost {
     await pruneFinished(this.deps.store, this.deps.log, this.settings.retention);
   }
 
-  /** Runs a claimed job in a slot of `producer` (ProducerHost); resolves when the slot is free. */
-  run(claimed: ClaimedJob, producer: Producer): Promise<void> {
-    return this.jobs.run(claimed, producer);
+  /** Runs a claimed job in a slot of `producer` (ProducerHost): it is told when the slot is free and when the job is over. */
+  run(claimed: ClaimedJob, producer: Producer): void {
+    this.jobs.run(claimed, producer);
   }
 
   /** Outcomes run but not yet written; the claim loops pause while it is large (back-pressure). */
@@ -383,8 +383,8 @@ export class Worker implements ProducerHost {
   }
 
   private async allSettled(): Promise<void> {
-    while (this.producers.some((r) => r.inFlight.size > 0)) {
-      await Promise.allSettled(this.producers.flatMap((r) => [...r.inFlight]));
+    while (this.producers.some((r) => r.hasInFlight)) {
+      await Promise.all(this.producers.map((r) => r.settled()));
     }
   }
 }

@@ -4,7 +4,7 @@
  * transactions. The operation files (insert.ts, reads.ts, leases.ts, …) take a `Db` and run
  * their statements through it.
  */
-import type pg from "pg";
+import pg from "pg";
 import {
   type ConnectionLimits,
   inTransaction,
@@ -95,6 +95,31 @@ export function withTestClock(text: string): { text: string; param: number } {
   return { text: text.replaceAll(Q.NOW, `coalesce($${param}::timestamptz, ${Q.NOW})`), param };
 }
 
+/**
+ * The statements that run once per claim or finish batch read each job's int8 id as the text
+ * Postgres sent. node-postgres's int8 parser evaluates a regex literal per value (a new RegExp
+ * object each time): one per job in the claim's rows and one in the finish's, 6% of what the
+ * worker allocated per no-op job (bench/NOTES.md finding 17). rows.ts and leases.ts take the
+ * id with String() either way; every other type is parsed as the pool would.
+ */
+const HOT_ROWS = new Set<QueryName>(["CLAIM_JOBS", "FINISH_COMPLETED", "FINISH_COMPLETED_FREEING"]);
+const INT8 = 20;
+const asText = (value: string): string => value;
+
+/** The pool's own type parsers (a pool passed in may carry some), with int8 as text. */
+function int8AsText(pool: pg.Pool): { getTypeParser: (oid: number, format?: string) => unknown } {
+  const own = (pool as { options?: { types?: { getTypeParser(oid: number, format?: string): unknown } } })
+    .options?.types;
+  return {
+    getTypeParser: (oid: number, format?: string) =>
+      oid === INT8 && format !== "binary"
+        ? asText
+        : own
+          ? own.getTypeParser(oid, format)
+          : pg.types.getTypeParser(oid, format as "text"),
+  };
+}
+
 export function createDb(options: {
   pool: pg.Pool;
   schema: string;
@@ -107,6 +132,7 @@ export function createDb(options: {
   clock?: () => number;
 }): Db {
   const { pool, schema, limits, report, clock } = options;
+  const hotTypes = int8AsText(pool);
   const sql = {} as Record<QueryName, string>;
   const names: Record<string, string> = {};
   /** With a test clock: the parameter each clock-reading statement takes it in. */
@@ -148,13 +174,12 @@ export function createDb(options: {
       }
       const statement = prepared ? names[name] : undefined;
       const query_timeout = statementTimeout(name, limits());
+      const config: pg.QueryConfig = statement
+        ? { name: statement, text: sql[name], values }
+        : { text: sql[name], values };
+      if (HOT_ROWS.has(name)) config.types = hotTypes as pg.CustomTypesConfig;
       try {
-        return await on.query(
-          timed(
-            statement ? { name: statement, text: sql[name], values } : { text: sql[name], values },
-            query_timeout,
-          ),
-        );
+        return await on.query(timed(config, query_timeout));
       } catch (err) {
         throw silent(err, name, query_timeout);
       }

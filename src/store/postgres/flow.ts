@@ -42,7 +42,11 @@ export async function claimFlowJobs(db: Db, req: FlowClaimRequest): Promise<Flow
     if (r.id === null) {
       held = Number(r.held);
       retryInMs = r.retry_ms === null ? null : Math.max(1, Math.ceil(Number(r.retry_ms)));
-    } else jobs.push({ ...toClaimed(r), flowKey: (r.flow_key as string | null) ?? null });
+    } else {
+      const job = toClaimed(r); // not spread: its times are accessors (rows.ts ClaimedRow)
+      job.flowKey = (r.flow_key as string | null) ?? null;
+      jobs.push(job);
+    }
   }
   return { jobs, held, retryInMs };
 }

@@ -132,8 +132,11 @@ async function finishBatch(
   linked: boolean,
 ): Promise<boolean[]> {
   // Keyed by id while no id comes twice with different tokens (the usual batch), else by pair.
-  const byPair = chooseOutcomes(outcomes, false) === null;
-  const chosen = chooseOutcomes(outcomes, byPair) as Map<string, number>;
+  // The keyed-by-id map is kept, not built a second time: a Map entry and a BigInt per outcome
+  // fewer (see isJobId).
+  const byId = chooseOutcomes(outcomes, false);
+  const byPair = byId === null;
+  const chosen = byId ?? (chooseOutcomes(outcomes, true) as Map<string, number>);
   if (chosen.size === 0) return outcomes.map(() => false);
   const batch = [...chosen.values()]
     .map((i) => outcomes[i] as Outcome)
@@ -200,7 +203,9 @@ function completionValues(batch: Outcome[]): string[] {
     const o = batch[i] as Outcome;
     ids[i] = o.id;
     tokens[i] = o.leaseToken;
-    results[i] = quoteResult(serialize(o.result ?? null, `result of job ${o.id}`));
+    // A null result (most jobs) needs no serialisation, nor the error text built for it.
+    const result = o.result ?? null;
+    results[i] = quoteResult(result === null ? "null" : serialize(result, `result of job ${o.id}`));
     workers[i] = quoteWorker(o.worker as string);
   }
   return [`{${ids.join(",")}}`, `{${tokens.join(",")}}`, `{${results.join(",")}}`, `{${workers.join(",")}}`];

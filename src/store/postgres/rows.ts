@@ -5,6 +5,7 @@
  * string payload arrives as a JavaScript string, so it cannot be re-parsed safely).
  */
 import type { AttemptRecord, JobRecord, JobState } from "../../job.js";
+import { ClaimedRow } from "../claimed-row.js";
 import type { ClaimedJob, ScheduleRecord, WorkerInfo } from "../types.js";
 
 export type Row = Record<string, unknown>;
@@ -43,21 +44,21 @@ export function toJob(r: Row): JobRecord {
 }
 
 export function toClaimed(r: Row): ClaimedJob {
-  return {
-    id: String(r.id),
-    queue: r.queue as string,
-    name: r.name as string,
-    payload: r.payload,
-    priority: Number(r.priority),
-    attempt: Number(r.attempt),
-    maxAttempts: Number(r.max_attempts),
-    key: (r.key as string | null) ?? null,
-    runAt: toDate(r.run_at),
-    createdAt: toDate(r.created_at),
-    leaseToken: Number(r.lease_token),
-    lockedUntil: toDate(r.locked_until),
-    traceContext: (r.trace_context as string | null) ?? null,
-  };
+  return new ClaimedRow(
+    String(r.id),
+    r.queue as string,
+    r.name as string,
+    r.payload,
+    Number(r.priority),
+    Number(r.attempt),
+    Number(r.max_attempts),
+    (r.key as string | null) ?? null,
+    Number(r.lease_token),
+    (r.trace_context as string | null) ?? null,
+    r.run_at,
+    r.created_at,
+    r.locked_until,
+  );
 }
 
 export function toSchedule(r: Row): ScheduleRecord {
@@ -93,9 +94,15 @@ export function toWorker(r: Row): WorkerInfo {
   };
 }
 
-/** Job ids are positive bigints; anything else names no job. */
+/**
+ * Job ids are positive bigints; anything else names no job. The range is checked on the digits
+ * (19 digits without a leading zero compare as numbers do): BigInt(id) allocated a BigInt per
+ * outcome of every finish batch.
+ */
 export function isJobId(id: unknown): id is string {
-  return typeof id === "string" && /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= 9223372036854775807n;
+  return (
+    typeof id === "string" && /^[1-9]\d{0,18}$/.test(id) && (id.length < 19 || id <= "9223372036854775807")
+  );
 }
 
 /** Orders job ids numerically (they are strings of up to 19 digits). */

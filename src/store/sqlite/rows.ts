@@ -3,6 +3,7 @@
  * and their conversion to the records of the Store contract.
  */
 import type { AttemptRecord, JobRecord, JobState } from "../../job.js";
+import { ClaimedRow } from "../claimed-row.js";
 import type { ClaimedJob, MissedPolicy, ScheduleRecord, WorkerInfo } from "../types.js";
 
 export interface JobRow {
@@ -133,21 +134,22 @@ export function jobFromRow(row: JobRow): JobRecord {
 }
 
 export function claimedFromRow(row: ClaimRow): ClaimedJob {
-  return {
-    id: String(row.id),
-    queue: row.queue,
-    name: row.name,
-    payload: JSON.parse(row.payload),
-    priority: row.priority,
-    attempt: row.attempt,
-    maxAttempts: row.max_attempts,
-    key: row.key,
-    runAt: new Date(row.run_at),
-    createdAt: new Date(row.created_at),
-    leaseToken: row.lease_token,
-    lockedUntil: new Date(row.locked_until ?? 0),
-    traceContext: row.trace_context ?? null,
-  };
+  // Its Dates are made on first read (claimed-row.ts).
+  return new ClaimedRow(
+    String(row.id),
+    row.queue,
+    row.name,
+    JSON.parse(row.payload),
+    row.priority,
+    row.attempt,
+    row.max_attempts,
+    row.key,
+    row.lease_token,
+    row.trace_context ?? null,
+    row.run_at,
+    row.created_at,
+    row.locked_until ?? 0,
+  );
 }
 
 /** A job claimed by a flow-limited claim: claimedFromRow's job with its flow key (set on it: no copy). */
