@@ -38,9 +38,15 @@ function normalize(value: unknown): unknown {
     if (key === "oldestPendingMs" && typeof v === "number") return v >= 0 ? "<ms>" : v;
     if (Array.isArray(v)) return v.map((x) => walk(x));
     if (v && typeof v === "object") {
-      return Object.fromEntries(
-        Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x, k)]),
-      );
+      const entries = Object.entries(v as Record<string, unknown>);
+      // A claimed job of the SQL stores (store/claimed-row.ts) makes its times on first read:
+      // accessors of its class, not own properties, but fields all the same.
+      const proto = Object.getPrototypeOf(v);
+      if (proto && proto !== Object.prototype) {
+        for (const [k, d] of Object.entries(Object.getOwnPropertyDescriptors(proto)))
+          if (d.get) entries.push([k, (v as Record<string, unknown>)[k]]);
+      }
+      return Object.fromEntries(entries.map(([k, x]) => [k, walk(x, k)]));
     }
     return v;
   };
