@@ -23,6 +23,7 @@ unix_socket_directories = '$dir'
 autovacuum = off
 shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = all
+pg_stat_statements.track_planning = on
 CONF
 stop() { as_pg "$bin/pg_ctl -D $dir/data -m immediate stop >/dev/null" || true; rm -rf "$dir"; }
 trap stop EXIT
@@ -35,5 +36,12 @@ psql "$url" -c "
 SELECT calls, rows, round(wal_bytes / $jobs) AS wal_bytes_per_job,
        round((shared_blks_hit + shared_blks_read)::numeric / $jobs, 1) AS buffers_per_job,
        round((total_exec_time * 1000 / $jobs)::numeric, 1) AS exec_us_per_job,
+       round((total_plan_time * 1000 / $jobs)::numeric, 1) AS plan_us_per_job, plans,
        left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS statement
 FROM pg_stat_statements WHERE rows >= $min_rows ORDER BY total_exec_time DESC"
+# Every statement together, the small ones (BEGIN, LISTEN, stats reads, heartbeats) included.
+psql "$url" -c "
+SELECT sum(calls) AS calls, round((sum(total_exec_time) * 1000 / $jobs)::numeric, 1) AS exec_us_per_job,
+       round((sum(total_plan_time) * 1000 / $jobs)::numeric, 1) AS plan_us_per_job,
+       round(sum(wal_bytes) / $jobs) AS wal_bytes_per_job
+FROM pg_stat_statements WHERE toplevel"
