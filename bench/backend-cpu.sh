@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# The CPU time of the Postgres backends serving one bench run, and only those: the backends
-# whose application_name is errand's (errand:<run schema>) or PGAPPNAME's (bench-peer, which
-# node-postgres uses for every peer that sets none) — not the other users of a shared server,
-# not the checkpointer or the WAL writer. pg_stat_activity is sampled every 100 ms and each
-# backend's utime + stime read from /proc while it lives (CPU in the last <100 ms of a backend's
-# life is missed). The harness's connections are counted too: its untimed enqueue of 50,000 jobs
-# is taken out by subtracting half a bulk run (100,000 jobs), as bench/server-cpu.sh does; the
-# settle step (ANALYZE of the run's tables; the CHECKPOINT runs in the checkpointer) stays in.
+# The CPU time of the Postgres backends that serve a bench run's worker processes, and only
+# those: not the harness's connections (its untimed enqueue, the settle step, its polling for
+# "every job finished"), not other users of a shared server, not the checkpointer or the WAL
+# writer. A backend belongs to a worker process when the client end of its TCP connection
+# (pg_stat_activity.client_port, looked up with ss) is held by a process whose environment has
+# BENCH_SYSTEM (bench/children.ts sets it). pg_stat_activity is sampled every 100 ms and each
+# such backend's utime + stime read from /proc while it lives (CPU in the last <100 ms of a
+# backend's life is missed; the workers are idle then). No subtraction of a bulk run is needed:
+# the worker processes start after the enqueue. (Until 2026-12-06 this script counted every
+# backend of the run and subtracted half a bulk run, which left half of the schema setup in and
+# charged each system's enqueue at its own bulk rate; bench/NOTES.md finding 19.)
+# Needs to read other processes' /proc/PID/environ (run as the user running the bench, or root).
+# PERF=1 (root, perf installed) also samples the whole machine with perf at 1999 Hz during the run
+# and prints the same backends' CPU as perf counts it (samples / 1999 s): a second clock for the
+# same figure, since /proc's utime is tick-based.
 # Usage: bash bench/backend-cpu.sh [rounds] [workload] system...
 #   bash bench/backend-cpu.sh 2 process-c10-p1 errand-postgres graphile-worker-best
 set -euo pipefail
@@ -14,27 +21,45 @@ rounds=$1 workload=$2; shift 2
 url=${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 hz=$(getconf CLK_TCK)
 npm run --silent build >/dev/null
-# ms of backend CPU of one bench run: system, workload
+# 1 when the backend's client is a bench worker process: backend pid, client port
+serves_worker() {
+  local client
+  client=$(ss -tnpH "sport = :$2" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)
+  [ -n "$client" ] && tr '\0' '\n' <"/proc/$client/environ" 2>/dev/null | grep -q '^BENCH_SYSTEM=' && echo 1 || echo 0
+}
+# "ms jobs": backend CPU of one bench run's worker processes and the jobs they ran
 cpu_of() {
-  local -A seen=()
-  PGAPPNAME=bench-peer npm run --silent bench -- --only "$1" --workload "$2" --runs 1 --no-write >/dev/null 2>&1 &
-  local bench=$! pid t total=0
+  local -A seen=() worker=()
+  local out
+  out=$(mktemp)
+  local run=(npm run --silent bench -- --only "$1" --workload "$2" --runs 1 --no-write)
+  if [ "${PERF:-}" = 1 ]; then run=(perf record -a -F 1999 -o "$out.perf" -- "${run[@]}"); fi
+  "${run[@]}" >"$out" 2>&1 &
+  local bench=$! pid port t total=0
   while kill -0 "$bench" 2>/dev/null; do
-    for pid in $(psql "$url" -Atc "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'errand:ebench%' OR application_name = 'bench-peer'" 2>/dev/null); do
+    while IFS='|' read -r pid port; do
+      [ -n "${worker[$pid]:-}" ] || worker[$pid]=$(serves_worker "$pid" "$port")
+      [ "${worker[$pid]}" = 1 ] || continue
       t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
       if ((t > ${seen[$pid]:-0})); then seen[$pid]=$t; fi
-    done
+    done < <(psql "$url" -Atc "SELECT pid, client_port FROM pg_stat_activity WHERE backend_type = 'client backend' AND client_port > 0" 2>/dev/null)
     sleep 0.1
   done
   wait "$bench" || true
   for pid in "${!seen[@]}"; do total=$((total + seen[$pid])); done
-  echo $((total * 1000 / hz))
+  local perf_ms=""
+  if [ "${PERF:-}" = 1 ]; then
+    local pids
+    pids=$(IFS=,; echo "${!seen[*]}")
+    perf_ms=", perf: $(perf script -i "$out.perf" --pid "$pids" -F pid 2>/dev/null | wc -l | awk '{printf "%d ms", $1 * 1000 / 1999}')"
+  fi
+  echo "$((total * 1000 / hz)) ms, $(grep -o '[0-9,]* jobs/s' "$out" | head -n1)$perf_ms"
+  rm -f "$out" "$out.perf"
 }
 for ((r = 1; r <= rounds; r++)); do
   for system in "$@"; do
-    processing=$(cpu_of "$system" "$workload")
-    bulk=$(cpu_of "$system" bulk)
-    echo "round $r $system: $(((processing - bulk / 2) * 1000 / 50000)) µs of backend CPU per job" \
-      "(processing run $processing ms, bulk enqueue of 100,000 $bulk ms)"
+    result=$(cpu_of "$system" "$workload")
+    ms=${result%% ms*}
+    echo "round $r $system: $((ms * 1000 / 50000)) µs of backend CPU per job (the worker processes' backends: $result)"
   done
 done
