@@ -24,11 +24,11 @@ import type { Logger } from "../logger.js";
 import { DEFAULT_PAYLOAD_LIMIT, normalizePayload } from "../payload.js";
 import type { MissedPolicy, ScheduleRecord, Store } from "../store/types.js";
 import { CronExpression } from "./cron.js";
+import { dueSlots } from "./due-slots.js";
 import {
   checkSchedule,
   type FiredSlot,
   type FireResult,
-  NEVER,
   type ScheduleByHand,
   type ScheduleOptions,
   scheduleRow,
@@ -68,8 +68,7 @@ export interface SchedulerHost {
 const SCHEDULE_FIELDS = knownFields("timezone", "missed", "priority");
 const BY_HAND_FIELDS = knownFields("name", "cron", "jobName", "queue", "payload", ...SCHEDULE_FIELDS);
 
-/** At most this many slots are enqueued for one schedule in one call (missed: "all"); the rest follow on the next. */
-export const MAX_SLOTS_PER_FIRE = 1000;
+export { MAX_SLOTS_PER_FIRE } from "./due-slots.js";
 
 /** The idempotency key of a slot's job (docs/semantics.md, Schedules). */
 export function slotKey(name: string, slot: Date): string {
@@ -296,33 +295,14 @@ export class Scheduler {
       return [];
     }
     const expected = schedule.nextRunAt;
-    let slots: Date[];
-    let nextRunAt: Date;
-    if (schedule.missed === "all") {
-      slots = [];
-      let slot = cron.firstAtOrAfter(expected.getTime());
-      while (slot && slot.getTime() <= now && slots.length < MAX_SLOTS_PER_FIRE) {
-        slots.push(slot);
-        slot = cron.next(slot.getTime());
-      }
-      // Capped: next_run_at stays in the past, so the next call goes on where this one stopped.
-      nextRunAt = slot ?? NEVER;
-      if (slots.length === MAX_SLOTS_PER_FIRE && slot && slot.getTime() <= now) {
-        log.warn(
-          { schedule: schedule.name, fired: slots.length },
-          "many missed slots: firing them in batches",
-        );
-      }
-    } else {
-      const latest = cron.latest(now);
-      slots = latest && latest.getTime() >= expected.getTime() ? [latest] : [];
-      nextRunAt = cron.next(now) ?? NEVER;
-      if (latest && latest.getTime() > expected.getTime()) {
-        log.info(
-          { schedule: schedule.name, slot: latest.toISOString(), missedSince: expected.toISOString() },
-          "missed slots skipped: firing the latest only (missed: latest)",
-        );
-      }
+    const { slots, nextRunAt, capped, skippedSince } = dueSlots(cron, schedule.missed, expected, now);
+    if (capped)
+      log.warn({ schedule: schedule.name, fired: slots.length }, "many missed slots: firing them in batches");
+    if (skippedSince) {
+      log.info(
+        { schedule: schedule.name, slot: slots[0].toISOString(), missedSince: skippedSince.toISOString() },
+        "missed slots skipped: firing the latest only (missed: latest)",
+      );
     }
     const fired = await this.enqueueSlots(schedule, slots);
     const advanced = await store.advanceSchedule({
