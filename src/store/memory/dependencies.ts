@@ -100,7 +100,7 @@ export class MemoryLinks {
         const culprit = dep.state === "completed" ? null : { id: dep.id, state: dep.state };
         for (const id of this.dependents.get(dep.id) ?? []) {
           const waiting = rows.get(id);
-          if (!waiting || waiting.state !== "waiting") continue;
+          if (waiting?.state !== "waiting") continue;
           const r = resolveDependent(waiting, 1, culprit);
           waiting.left = r.left;
           waiting.state = r.state;
