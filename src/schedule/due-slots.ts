@@ -16,8 +16,8 @@ export interface DueSlots {
   nextRunAt: Date;
   /** missed "all": more due slots are left for the next call (the cap was reached). */
   capped: boolean;
-  /** missed "latest": the slot fired is later than next_run_at, so the slots between were skipped. */
-  skippedSince: Date | null;
+  /** missed "latest": the slot fired is later than next_run_at, so the slots from next_run_at to it were skipped. */
+  skipped: boolean;
 }
 
 /**
@@ -35,15 +35,10 @@ export function dueSlots(cron: CronExpression, missed: MissedPolicy, expected: D
       slot = cron.next(slot.getTime());
     }
     const capped = slots.length === MAX_SLOTS_PER_FIRE && slot !== null && slot.getTime() <= now;
-    return { slots, nextRunAt: slot ?? NEVER, capped, skippedSince: null };
+    return { slots, nextRunAt: slot ?? NEVER, capped, skipped: false };
   }
   const latest = cron.latest(now);
   const slots = latest && latest.getTime() >= expected.getTime() ? [latest] : [];
   const skipped = latest !== null && latest.getTime() > expected.getTime();
-  return {
-    slots,
-    nextRunAt: cron.next(now) ?? NEVER,
-    capped: false,
-    skippedSince: skipped ? expected : null,
-  };
+  return { slots, nextRunAt: cron.next(now) ?? NEVER, capped: false, skipped };
 }

@@ -295,12 +295,12 @@ export class Scheduler {
       return [];
     }
     const expected = schedule.nextRunAt;
-    const { slots, nextRunAt, capped, skippedSince } = dueSlots(cron, schedule.missed, expected, now);
+    const { slots, nextRunAt, capped, skipped } = dueSlots(cron, schedule.missed, expected, now);
     if (capped)
       log.warn({ schedule: schedule.name, fired: slots.length }, "many missed slots: firing them in batches");
-    if (skippedSince) {
+    if (skipped) {
       log.info(
-        { schedule: schedule.name, slot: slots[0].toISOString(), missedSince: skippedSince.toISOString() },
+        { schedule: schedule.name, slot: slots[0].toISOString(), missedSince: expected.toISOString() },
         "missed slots skipped: firing the latest only (missed: latest)",
       );
     }
