@@ -5,8 +5,9 @@
 # writer. A backend belongs to a worker process when the client end of its TCP connection
 # (pg_stat_activity.client_port, looked up with ss) is held by a process whose environment has
 # BENCH_SYSTEM (bench/children.ts sets it). pg_stat_activity is sampled every 100 ms and each
-# such backend's utime + stime read from /proc while it lives (CPU in the last <100 ms of a
-# backend's life is missed; the workers are idle then). No subtraction of a bulk run is needed:
+# such backend's utime + stime read from /proc while it lives: CPU in the last <100 ms of a
+# backend's life is missed (the workers' last finish batch and their stop can fall in it; perf,
+# below, misses nothing, and counted 10-17% more). No subtraction of a bulk run is needed:
 # the worker processes start after the enqueue. (Until 2026-12-06 this script counted every
 # backend of the run and subtracted half a bulk run, which left half of the schema setup in and
 # charged each system's enqueue at its own bulk rate; bench/NOTES.md finding 19.)
@@ -49,8 +50,8 @@ cpu_of() {
   for pid in "${!seen[@]}"; do total=$((total + seen[$pid])); done
   local perf_ms=""
   if [ "${PERF:-}" = 1 ]; then
-    local pids
-    pids=$(IFS=,; echo "${!seen[*]}")
+    local pids=""
+    for pid in "${!worker[@]}"; do if [ "${worker[$pid]}" = 1 ]; then pids+="${pids:+,}$pid"; fi; done
     perf_ms=", perf: $(perf script -i "$out.perf" --pid "$pids" -F pid 2>/dev/null | wc -l | awk '{printf "%d ms", $1 * 1000 / 1999}')"
   fi
   echo "$((total * 1000 / hz)) ms, $(grep -o '[0-9,]* jobs/s' "$out" | head -n1)$perf_ms"
