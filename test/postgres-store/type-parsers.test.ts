@@ -1,8 +1,8 @@
 /**
- * A pool passed in may carry type parsers of its own. The claim and the plain-completion finish
- * read int8 ids as text themselves (db.ts: node-postgres's int8 parser makes a RegExp per value);
- * every other column of theirs is still parsed by the pool's parsers, and a pool that parses int8
- * as numbers still gets string ids and applied finishes.
+ * A pool passed in may carry type parsers of its own. The plain-completion finish reads int8 ids
+ * as text itself (db.ts: node-postgres's int8 parser makes a RegExp per value) and the claim
+ * answers in text arrays (claim-arrays.ts) whose payloads still go through the pool's jsonb
+ * parser, so a pool that parses int8 as numbers still gets string ids and applied finishes.
  *
  *   node --import tsx --test test/postgres-store/type-parsers.test.ts
  */

@@ -61,6 +61,8 @@ export interface Db {
   limits(): ConnectionLimits;
   /** Background errors, to the store's onError. */
   report(err: unknown): void;
+  /** The pool's parser of jsonb text (a pool passed in may carry its own): the claim's payloads go through it. */
+  parseJsonb(text: string): unknown;
   /** Runs one statement on the pool (or `on`), prepared when it is a hot one and `prepared`. */
   run(name: QueryName, values?: unknown[], on?: Queryable, prepared?: boolean): Promise<pg.QueryResult>;
   /**
@@ -96,20 +98,24 @@ export function withTestClock(text: string): { text: string; param: number } {
 }
 
 /**
- * The statements that run once per claim or finish batch read each job's int8 id as the text
- * Postgres sent. node-postgres's int8 parser evaluates a regex literal per value (a new RegExp
- * object each time): one per job in the claim's rows and one in the finish's, 6% of what the
- * worker allocated per no-op job (bench/NOTES.md finding 17). rows.ts and leases.ts take the
- * id with String() either way; every other type is parsed as the pool would.
+ * The statements that run once per finish batch read each job's int8 id as the text Postgres
+ * sent. node-postgres's int8 parser evaluates a regex literal per value (a new RegExp object
+ * each time): one per job in the finish's rows, 3% of what the worker allocated per no-op job
+ * (bench/NOTES.md finding 17; the claim's ids, the other 3%, now come in one text array,
+ * claim-arrays.ts). leases.ts takes the id with String() either way; every other type is parsed
+ * as the pool would.
  */
-const HOT_ROWS = new Set<QueryName>(["CLAIM_JOBS", "FINISH_COMPLETED", "FINISH_COMPLETED_FREEING"]);
+const HOT_ROWS = new Set<QueryName>(["FINISH_COMPLETED", "FINISH_COMPLETED_FREEING"]);
 const INT8 = 20;
 const asText = (value: string): string => value;
 
+type TypeParsers = { getTypeParser(oid: number, format?: string): unknown };
+const ownParsers = (pool: pg.Pool) => (pool as { options?: { types?: TypeParsers } }).options?.types;
+const JSONB = 3802;
+
 /** The pool's own type parsers (a pool passed in may carry some), with int8 as text. */
-function int8AsText(pool: pg.Pool): { getTypeParser: (oid: number, format?: string) => unknown } {
-  const own = (pool as { options?: { types?: { getTypeParser(oid: number, format?: string): unknown } } })
-    .options?.types;
+function int8AsText(pool: pg.Pool): TypeParsers {
+  const own = ownParsers(pool);
   return {
     getTypeParser: (oid: number, format?: string) =>
       oid === INT8 && format !== "binary"
@@ -133,6 +139,7 @@ export function createDb(options: {
 }): Db {
   const { pool, schema, limits, report, clock } = options;
   const hotTypes = int8AsText(pool);
+  const parseJsonb = (ownParsers(pool) ?? pg.types).getTypeParser(JSONB, "text") as (text: string) => unknown;
   const sql = {} as Record<QueryName, string>;
   const names: Record<string, string> = {};
   /** With a test clock: the parameter each clock-reading statement takes it in. */
@@ -165,6 +172,7 @@ export function createDb(options: {
     sql,
     limits,
     report,
+    parseJsonb,
     async run(name, values = [], on = pool, prepared = true) {
       const param = clockParam[name];
       if (param !== undefined && clock) {

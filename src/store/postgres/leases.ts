@@ -8,6 +8,7 @@ import type pg from "pg";
 import { ValidationError } from "../../errors.js";
 import type { JobLogLine } from "../../job.js";
 import type { ClaimedJob, Lease, LeaseStatus, Outcome, OutcomeKind, RescuedJob, TxHandle } from "../types.js";
+import { type ClaimArraysRow, claimedFromArrays } from "./claim-arrays.js";
 import type { Queryable } from "./connection.js";
 import { type Db, Rollback } from "./db.js";
 import { resolveDependents } from "./dependencies.js";
@@ -15,7 +16,7 @@ import { freesSlots } from "./flow.js";
 import { literalQuoter } from "./insert.js";
 import { serialize } from "./json.js";
 import { type Notifier, notifyLocally } from "./notifier.js";
-import { compareIds, isJobId, type Row, toClaimed } from "./rows.js";
+import { compareIds, isJobId, type Row } from "./rows.js";
 import { compactCounts } from "./upkeep.js";
 
 /** Rows per rescue statement: short statements, few row locks held at once. */
@@ -65,7 +66,7 @@ export async function claimJobs(
   const limit = Math.floor(req.limit);
   if (!(limit > 0)) return [];
   const { rows } = await db.run("CLAIM_JOBS", [req.queue, limit, req.workerId, req.leaseMs]);
-  return rows.sort((a: Row, b: Row) => Number(a.ord) - Number(b.ord)).map(toClaimed);
+  return claimedFromArrays(rows as ClaimArraysRow[], db.parseJsonb);
 }
 
 export async function extendLeases(db: Db, leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {

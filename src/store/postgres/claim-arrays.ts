@@ -1,0 +1,191 @@
+/**
+ * The claim's answer as rows of per-column arrays (CLAIM_JOBS), decoded into claimed jobs.
+ *
+ * Why not a row per job: node-postgres builds a message, a field array and a row object per
+ * row, and on a busy worker they survive young-generation collections (bench/pg-row-decode.ts
+ * under `--trace-gc-nvp`: 16-29% of the young generation survives each scavenge with 10-250
+ * rows per query, 0% with one row), so a no-op job's claim row cost the worker more than its
+ * parsing. Measured (bench/NOTES.md finding 21): `BENCH_CRASH_SCOPE=1 node --import tsx
+ * bench/one-worker.ts postgres 50000 10`, alternated with the row-per-job claim three times,
+ * 20.8 / 20.3 / 15.6 → 14.7 / 11.4 / 12.7 ms of worker CPU per 1,000 jobs, 11 → 9-10
+ * scavenges; `npm run bench -- --only errand-postgres --workload process-c10-p1`, four runs each
+ * in ABBA order: 17.7-25.4 → 14.4-18.4 ms per 1,000 jobs, throughput within the noise
+ * (21,373-31,246 against 24,461-32,267 jobs/s); the server's side of the claim +0.8 to +1.4 µs per
+ * job (`node --import tsx bench/claim-answer-ab.ts OLD_CHECKOUT 1000`).
+ *
+ * The arrays come as text (`array_agg(x)::text`), split here: ids, numbers and epoch
+ * milliseconds never need quoting, text columns (queue, name, key, trace_context) are parsed as
+ * Postgres quotes array elements, and the payloads are joined by U+0001, which jsonb's text never
+ * holds (JSON escapes every control character). All aggregates of one row read the same jobs in
+ * the same order, so its arrays line up. A claim whose payloads' text passes 8 MB answers in
+ * several rows (parts): one row of 1,000 payloads of 1 MB would be more than a Postgres text
+ * value (1 GB) or a JavaScript string (~512 MB) can hold. The claim order (priority, run_at, id)
+ * is restored here.
+ */
+import { ClaimedRow } from "../claimed-row.js";
+import type { ClaimedJob } from "../types.js";
+import { compareIds } from "./rows.js";
+
+/** A row of CLAIM_JOBS: every column a text array of the same jobs (payload: their jsonb texts joined by U+0001). */
+export interface ClaimArraysRow {
+  id: string | null;
+  queue: string;
+  name: string;
+  payload: string;
+  priority: string;
+  attempt: string;
+  max_attempts: string;
+  key: string;
+  run_at: string;
+  created_at: string;
+  lease_token: string;
+  locked_until: string;
+  trace_context: string;
+}
+
+/** The payloads' separator in CLAIM_JOBS (string_agg): never inside jsonb's text. */
+export const PAYLOAD_SEPARATOR = "\u0001";
+
+/**
+ * The claimed jobs of CLAIM_JOBS's rows, in claim order. `parsePayload`: the pool's jsonb parser
+ * (JSON.parse unless a pool passed in has its own).
+ */
+export function claimedFromArrays(
+  rows: ClaimArraysRow[],
+  parsePayload: (text: string) => unknown,
+): ClaimedJob[] {
+  const parts = rows.filter((r) => r.id !== null).map(columnsOf);
+  if (parts.length === 0) return [];
+  const c = parts.length === 1 ? parts[0] : concatenated(parts);
+  const order = Array.from({ length: c.ids.length }, (_, i) => i);
+  order.sort(
+    (a, b) =>
+      c.priorities[b] - c.priorities[a] || c.runAts[a] - c.runAts[b] || compareIds(c.ids[a], c.ids[b]),
+  );
+  return order.map(
+    (i) =>
+      new ClaimedRow(
+        c.ids[i],
+        c.queues[i] as string,
+        c.names[i] as string,
+        parsePayload(c.payloads[i]),
+        c.priorities[i],
+        c.attempts[i],
+        c.maxAttempts[i],
+        c.keys[i],
+        c.tokens[i],
+        c.traces[i],
+        c.runAts[i],
+        c.createdAts[i],
+        c.lockedUntils[i],
+      ),
+  );
+}
+
+interface Columns {
+  ids: string[];
+  queues: (string | null)[];
+  names: (string | null)[];
+  payloads: string[];
+  priorities: number[];
+  attempts: number[];
+  maxAttempts: number[];
+  keys: (string | null)[];
+  runAts: number[];
+  createdAts: number[];
+  tokens: number[];
+  lockedUntils: number[];
+  traces: (string | null)[];
+}
+
+function columnsOf(row: ClaimArraysRow): Columns {
+  const ids = plainElements(row.id as string);
+  const n = ids.length;
+  const payloads = row.payload.split(PAYLOAD_SEPARATOR);
+  if (payloads.length !== n) throw new Error(`claim answer: ${payloads.length} payloads for ${n} jobs`);
+  return {
+    ids,
+    queues: textElements(row.queue, n, "queue"),
+    names: textElements(row.name, n, "name"),
+    payloads,
+    priorities: numbers(row.priority, n, "priority"),
+    attempts: numbers(row.attempt, n, "attempt"),
+    maxAttempts: numbers(row.max_attempts, n, "max_attempts"),
+    keys: textElements(row.key, n, "key"),
+    runAts: numbers(row.run_at, n, "run_at"),
+    createdAts: numbers(row.created_at, n, "created_at"),
+    tokens: numbers(row.lease_token, n, "lease_token"),
+    lockedUntils: numbers(row.locked_until, n, "locked_until"),
+    traces: textElements(row.trace_context, n, "trace_context"),
+  };
+}
+
+/** The columns of several rows (a claim whose payloads take more than one part) as one. */
+function concatenated(parts: Columns[]): Columns {
+  const all = {} as Record<keyof Columns, unknown[]>;
+  for (const name of Object.keys(parts[0]) as (keyof Columns)[])
+    all[name] = parts.flatMap((p) => p[name] as unknown[]);
+  return all as unknown as Columns;
+}
+
+/** The elements of an array text whose elements never need quotes (numbers): `{1,2,3}`. */
+function plainElements(text: string): string[] {
+  return text.length === 2 ? [] : text.slice(1, -1).split(",");
+}
+
+function numbers(text: string, n: number, column: string): number[] {
+  const out = plainElements(text).map(Number);
+  if (out.length !== n) throw new Error(`claim answer: ${out.length} values of ${column} for ${n} jobs`);
+  return out;
+}
+
+function textElements(text: string, n: number, column: string): (string | null)[] {
+  const out = parseTextArray(text);
+  if (out.length !== n) throw new Error(`claim answer: ${out.length} values of ${column} for ${n} jobs`);
+  return out;
+}
+
+/**
+ * A one-dimensional text[] as Postgres prints it: `{a,"b,c",NULL,"NULL","",x\"y}` — elements
+ * that hold a comma, quote, backslash, brace or white space, the empty string and the word NULL
+ * are quoted (with `\` before `"` and `\`); a bare NULL is SQL NULL. Without a quote in the text
+ * no element was quoted, so a split is exact (the common case: plain queue and job names).
+ */
+export function parseTextArray(text: string): (string | null)[] {
+  if (text.length < 2 || text[0] !== "{" || text[text.length - 1] !== "}")
+    throw new Error(`claim answer: not an array: ${text.slice(0, 40)}`);
+  if (text.length === 2) return [];
+  if (!text.includes('"')) return text.slice(1, -1).split(",").map(bare);
+  const out: (string | null)[] = [];
+  let i = 1;
+  const end = text.length - 1;
+  while (i <= end) {
+    if (text[i] === '"') {
+      let value = "";
+      let from = ++i;
+      for (;;) {
+        const c = text[i];
+        if (c === "\\") {
+          value += text.slice(from, i) + text[i + 1];
+          i += 2;
+          from = i;
+        } else if (c === '"') {
+          value += text.slice(from, i);
+          i++;
+          break;
+        } else if (i >= end) throw new Error("claim answer: an unterminated quoted array element");
+        else i++;
+      }
+      out.push(value);
+    } else {
+      let stop = text.indexOf(",", i);
+      if (stop < 0 || stop > end) stop = end;
+      out.push(bare(text.slice(i, stop)));
+      i = stop;
+    }
+    i++; // the comma, or past the closing brace
+  }
+  return out;
+}
+
+const bare = (element: string): string | null => (element === "NULL" ? null : element);
