@@ -125,4 +125,23 @@ describePostgresStore(() => {
       "every payload whole, in claim order",
     );
   });
+
+  it("orders jobs due within one millisecond by their microseconds, not by id", async () => {
+    const schema = schemaName();
+    const store = await migrated(schema);
+    const inserted = await store.insertJobs([job("us", "a"), job("us", "b"), job("us", "c")]);
+    const ids = inserted.map((r) => r.job.id);
+    await admin((c) =>
+      c.query(
+        `UPDATE "${schema}".jobs SET run_at = t.at FROM unnest($1::bigint[], $2::timestamptz[]) AS t(id, at) WHERE jobs.id = t.id`,
+        [ids, ["2020-01-01 00:00:00.0009+00", "2020-01-01 00:00:00.0005+00", "2020-01-01 00:00:00.0001+00"]],
+      ),
+    );
+    const claimed = await store.claimJobs({ queue: "us", limit: 10, workerId: "w", leaseMs: 60_000 });
+    assert.deepEqual(
+      claimed.map((c) => c.id),
+      [...ids].reverse(),
+      "the job due at .0001 first, though it has the highest id",
+    );
+  });
 });

@@ -38,4 +38,45 @@ describePostgresStore(() => {
       await pool.end();
     }
   });
+
+  it("claims through a client's own jsonb parser, set after the store opened", async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on("connect", (client) => client.setTypeParser(3802, (v: string) => ({ perClient: v })));
+    try {
+      const store = await migrated(schemaName(), { pool });
+      await store.insertJobs([job("tp-client", "typed", { payload: { n: 2 } })]);
+      const [claimed] = await store.claimJobs({
+        queue: "tp-client",
+        limit: 1,
+        workerId: "w",
+        leaseMs: 60_000,
+      });
+      assert.deepEqual(claimed?.payload, { perClient: '{"n": 2}' }, "the connection's jsonb parser");
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("claims exact times whatever the session's extra_float_digits", async () => {
+    // A float8's text is rounded when extra_float_digits is below 0 (-3: 1.79661178712e+12 ms).
+    const pool = new pg.Pool({ connectionString: url, max: 2, options: "-c extra_float_digits=-3" });
+    try {
+      const store = await migrated(schemaName(), { pool });
+      const runAt = new Date("2026-12-07T02:49:47.123Z");
+      await store.insertJobs([job("tp-float", "typed", { runAt })]);
+      const [claimed] = await store.claimJobs({
+        queue: "tp-float",
+        limit: 1,
+        workerId: "w",
+        leaseMs: 60_000,
+      });
+      assert.ok(claimed);
+      assert.equal(claimed.runAt.toISOString(), runAt.toISOString());
+      const stored = await store.getJob(claimed.id);
+      assert.equal(claimed.createdAt.getTime(), stored?.createdAt.getTime());
+      assert.equal(claimed.lockedUntil.getTime(), stored?.lockedUntil?.getTime());
+    } finally {
+      await pool.end();
+    }
+  });
 });

@@ -10,8 +10,8 @@
  * 20.8 / 20.3 / 15.6 → 14.7 / 11.4 / 12.7 ms of worker CPU per 1,000 jobs, 11 → 9-10
  * scavenges; `npm run bench -- --only errand-postgres --workload process-c10-p1`, four runs each
  * in ABBA order: 17.7-25.4 → 14.4-18.4 ms per 1,000 jobs, throughput within the noise
- * (21,373-31,246 against 24,461-32,267 jobs/s); the server's side of the claim +0.8 to +1.4 µs per
- * job (`node --import tsx bench/claim-answer-ab.ts OLD_CHECKOUT 1000`).
+ * (21,373-31,246 against 24,461-32,267 jobs/s); the server's side of the claim -0.4 to +1.4 µs
+ * per job (`node --import tsx bench/claim-answer-ab.ts OLD_CHECKOUT 1000`, five runs).
  *
  * The arrays come as text (`array_agg(x)::text`), split here: ids, numbers and epoch
  * milliseconds never need quoting, text columns (queue, name, key, trace_context) are parsed as
@@ -20,14 +20,16 @@
  * the same order, so its arrays line up. A claim whose payloads' text passes 8 MB answers in
  * several rows (parts): one row of 1,000 payloads of 1 MB would be more than a Postgres text
  * value (1 GB) or a JavaScript string (~512 MB) can hold. The claim order (priority, run_at, id)
- * is restored here.
+ * comes as each job's place in it (`ord`): the epoch milliseconds sent are floored, so they
+ * cannot order jobs due within one millisecond.
  */
 import { ClaimedRow } from "../claimed-row.js";
 import type { ClaimedJob } from "../types.js";
-import { compareIds } from "./rows.js";
 
 /** A row of CLAIM_JOBS: every column a text array of the same jobs (payload: their jsonb texts joined by U+0001). */
 export interface ClaimArraysRow {
+  /** Each job's place in claim order (priority, run_at to the microsecond, id). */
+  ord: string;
   id: string | null;
   queue: string;
   name: string;
@@ -58,10 +60,7 @@ export function claimedFromArrays(
   if (parts.length === 0) return [];
   const c = parts.length === 1 ? parts[0] : concatenated(parts);
   const order = Array.from({ length: c.ids.length }, (_, i) => i);
-  order.sort(
-    (a, b) =>
-      c.priorities[b] - c.priorities[a] || c.runAts[a] - c.runAts[b] || compareIds(c.ids[a], c.ids[b]),
-  );
+  order.sort((a, b) => c.places[a] - c.places[b]);
   return order.map(
     (i) =>
       new ClaimedRow(
@@ -83,6 +82,7 @@ export function claimedFromArrays(
 }
 
 interface Columns {
+  places: number[];
   ids: string[];
   queues: (string | null)[];
   names: (string | null)[];
@@ -104,6 +104,7 @@ function columnsOf(row: ClaimArraysRow): Columns {
   const payloads = row.payload.split(PAYLOAD_SEPARATOR);
   if (payloads.length !== n) throw new Error(`claim answer: ${payloads.length} payloads for ${n} jobs`);
   return {
+    places: numbers(row.ord, n, "ord"),
     ids,
     queues: textElements(row.queue, n, "queue"),
     names: textElements(row.name, n, "name"),

@@ -61,8 +61,11 @@ export interface Db {
   limits(): ConnectionLimits;
   /** Background errors, to the store's onError. */
   report(err: unknown): void;
-  /** The pool's parser of jsonb text (a pool passed in may carry its own): the claim's payloads go through it. */
-  parseJsonb(text: string): unknown;
+  /**
+   * The parser of jsonb text a statement's result was read with (the claim's payloads arrive as
+   * text and go through it, as a jsonb column would).
+   */
+  jsonbParser(result: pg.QueryResult): (text: string) => unknown;
   /** Runs one statement on the pool (or `on`), prepared when it is a hot one and `prepared`. */
   run(name: QueryName, values?: unknown[], on?: Queryable, prepared?: boolean): Promise<pg.QueryResult>;
   /**
@@ -139,7 +142,6 @@ export function createDb(options: {
 }): Db {
   const { pool, schema, limits, report, clock } = options;
   const hotTypes = int8AsText(pool);
-  const parseJsonb = (ownParsers(pool) ?? pg.types).getTypeParser(JSONB, "text") as (text: string) => unknown;
   const sql = {} as Record<QueryName, string>;
   const names: Record<string, string> = {};
   /** With a test clock: the parameter each clock-reading statement takes it in. */
@@ -172,7 +174,13 @@ export function createDb(options: {
     sql,
     limits,
     report,
-    parseJsonb,
+    jsonbParser(result) {
+      // node-postgres's Result keeps the types its query ran with: a pool's own, a client's
+      // setTypeParser, or the global ones of the pg the pool was made with (not always this
+      // package's copy). Absent (another driver's result), the pool's or this package's.
+      const types = (result as { _types?: TypeParsers })._types ?? ownParsers(pool) ?? pg.types;
+      return types.getTypeParser(JSONB, "text") as (text: string) => unknown;
+    },
     async run(name, values = [], on = pool, prepared = true) {
       const param = clockParam[name];
       if (param !== undefined && clock) {

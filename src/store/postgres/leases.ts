@@ -65,8 +65,8 @@ export async function claimJobs(
 ): Promise<ClaimedJob[]> {
   const limit = Math.floor(req.limit);
   if (!(limit > 0)) return [];
-  const { rows } = await db.run("CLAIM_JOBS", [req.queue, limit, req.workerId, req.leaseMs]);
-  return claimedFromArrays(rows as ClaimArraysRow[], db.parseJsonb);
+  const result = await db.run("CLAIM_JOBS", [req.queue, limit, req.workerId, req.leaseMs]);
+  return claimedFromArrays(result.rows as ClaimArraysRow[], db.jsonbParser(result));
 }
 
 export async function extendLeases(db: Db, leases: Lease[], leaseMs: number): Promise<LeaseStatus[]> {

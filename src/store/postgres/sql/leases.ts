@@ -1,5 +1,5 @@
 /** Claim, lease, finish and rescue (leases.ts), and the vacuum of the churning tables (upkeep.ts). */
-import { epochMs, iso, JOBS, ms, NOW, notifyQueues, opaque, pendingHeads } from "./fragments.js";
+import { iso, JOBS, ms, NOW, notifyQueues, opaque, pendingHeads } from "./fragments.js";
 
 // ── claim, lease, finish ──────────────────────────────────────────────────────────────────
 
@@ -51,10 +51,17 @@ export const VACUUM_JOB_COUNT_DELTAS = "VACUUM (SKIP_LOCKED) {{schema}}.job_coun
  * buffers per claim). Server times moved within the run-to-run noise (load 7-13 on 2 cores).
  */
 /**
+ * Epoch milliseconds as int8, whose text is exact whatever the session's extra_float_digits (a
+ * float8's text is rounded below 0: with -3, 1796611787123 prints as 1.79661178712e+12).
+ */
+const epochMsText = (t: string) => `floor(extract(epoch FROM ${t}) * 1000)::int8`;
+
+/**
  * Payload text per row of CLAIM_JOBS's answer: the jobs after the first 8 MB go to further rows
- * (claim-arrays.ts says why there is a bound). The parts cost no measurable server time (a
- * WindowAgg and a HashAggregate over the claimed rows; 18.6 µs per job with and without them,
- * claims of 1,000, load ~2).
+ * (claim-arrays.ts says why there is a bound). The parts and each job's place in claim order
+ * (`ord`) are one WindowAgg over the claimed rows sorted in claim order (the sort the row-per-job
+ * answer's row_number had), then a HashAggregate: no server time the /proc ticks could see
+ * (18.6 µs per job with and without the parts, claims of 1,000, load ~2).
  */
 const CLAIM_PART_BYTES = 8 * 1024 * 1024;
 export const CLAIM_JOBS = `
@@ -73,15 +80,16 @@ WITH c AS (
   RETURNING j.id, j.queue, j.name, j.payload, j.priority, j.attempt, j.max_attempts, j.key, j.run_at, j.created_at,
             j.lease_token, j.locked_until, j.trace_context
 )
-SELECT array_agg(id)::text AS id, array_agg(queue)::text AS queue, array_agg(name)::text AS name,
-       string_agg(p, E'\\x01') AS payload, array_agg(priority)::text AS priority,
+SELECT array_agg(ord)::text AS ord, array_agg(id)::text AS id, array_agg(queue)::text AS queue,
+       array_agg(name)::text AS name, string_agg(p, E'\\x01') AS payload, array_agg(priority)::text AS priority,
        array_agg(attempt)::text AS attempt, array_agg(max_attempts)::text AS max_attempts,
-       array_agg(key)::text AS key, array_agg(${epochMs("run_at")})::text AS run_at,
-       array_agg(${epochMs("created_at")})::text AS created_at, array_agg(lease_token)::text AS lease_token,
-       array_agg(${epochMs("locked_until")})::text AS locked_until, array_agg(trace_context)::text AS trace_context
+       array_agg(key)::text AS key, array_agg(${epochMsText("run_at")})::text AS run_at,
+       array_agg(${epochMsText("created_at")})::text AS created_at, array_agg(lease_token)::text AS lease_token,
+       array_agg(${epochMsText("locked_until")})::text AS locked_until, array_agg(trace_context)::text AS trace_context
 FROM (
-  SELECT *, sum(octet_length(p)) OVER (ROWS UNBOUNDED PRECEDING) / ${CLAIM_PART_BYTES} AS part
+  SELECT *, row_number() OVER w AS ord, sum(octet_length(p)) OVER w / ${CLAIM_PART_BYTES} AS part
   FROM (SELECT *, payload::text AS p FROM claimed OFFSET 0) texts
+  WINDOW w AS (ORDER BY priority DESC, run_at, id ROWS UNBOUNDED PRECEDING)
 ) parts
 GROUP BY part`;
 
