@@ -30,7 +30,7 @@ import type { ClaimedJob } from "../types.js";
 export interface ClaimArraysRow {
   /** Each job's place in claim order (priority, run_at to the microsecond, id). */
   ord: string;
-  id: string | null;
+  id: string;
   queue: string;
   name: string;
   payload: string;
@@ -49,84 +49,63 @@ export interface ClaimArraysRow {
 export const PAYLOAD_SEPARATOR = "\u0001";
 
 /**
- * The claimed jobs of CLAIM_JOBS's rows, in claim order. `parsePayload`: the pool's jsonb parser
- * (JSON.parse unless a pool passed in has its own).
+ * The claimed jobs of CLAIM_JOBS's rows (none when nothing was due), in claim order.
+ * `parsePayload`: the jsonb parser the result was read with (db.ts jsonbParser).
  */
 export function claimedFromArrays(
   rows: ClaimArraysRow[],
   parsePayload: (text: string) => unknown,
 ): ClaimedJob[] {
-  const parts = rows.filter((r) => r.id !== null).map(columnsOf);
-  if (parts.length === 0) return [];
-  const c = parts.length === 1 ? parts[0] : concatenated(parts);
-  const order = Array.from({ length: c.ids.length }, (_, i) => i);
-  order.sort((a, b) => c.places[a] - c.places[b]);
-  return order.map(
-    (i) =>
-      new ClaimedRow(
-        c.ids[i],
-        c.queues[i] as string,
-        c.names[i] as string,
-        parsePayload(c.payloads[i]),
-        c.priorities[i],
-        c.attempts[i],
-        c.maxAttempts[i],
-        c.keys[i],
-        c.tokens[i],
-        c.traces[i],
-        c.runAts[i],
-        c.createdAts[i],
-        c.lockedUntils[i],
-      ),
-  );
+  const jobs: ClaimedJob[] = [];
+  const places: number[] = [];
+  for (const row of rows) appendPart(row, parsePayload, jobs, places);
+  const order = places.map((_, i) => i).sort((a, b) => places[a] - places[b]);
+  return order.map((i) => jobs[i]);
 }
 
-interface Columns {
-  places: number[];
-  ids: string[];
-  queues: (string | null)[];
-  names: (string | null)[];
-  payloads: string[];
-  priorities: number[];
-  attempts: number[];
-  maxAttempts: number[];
-  keys: (string | null)[];
-  runAts: number[];
-  createdAts: number[];
-  tokens: number[];
-  lockedUntils: number[];
-  traces: (string | null)[];
-}
-
-function columnsOf(row: ClaimArraysRow): Columns {
-  const ids = plainElements(row.id as string);
+/** One row's jobs, and each one's place in claim order, appended to `jobs` and `places`. */
+function appendPart(
+  row: ClaimArraysRow,
+  parsePayload: (text: string) => unknown,
+  jobs: ClaimedJob[],
+  places: number[],
+): void {
+  const ids = plainElements(row.id);
   const n = ids.length;
   const payloads = row.payload.split(PAYLOAD_SEPARATOR);
   if (payloads.length !== n) throw new Error(`claim answer: ${payloads.length} payloads for ${n} jobs`);
-  return {
-    places: numbers(row.ord, n, "ord"),
-    ids,
-    queues: textElements(row.queue, n, "queue"),
-    names: textElements(row.name, n, "name"),
-    payloads,
-    priorities: numbers(row.priority, n, "priority"),
-    attempts: numbers(row.attempt, n, "attempt"),
-    maxAttempts: numbers(row.max_attempts, n, "max_attempts"),
-    keys: textElements(row.key, n, "key"),
-    runAts: numbers(row.run_at, n, "run_at"),
-    createdAts: numbers(row.created_at, n, "created_at"),
-    tokens: numbers(row.lease_token, n, "lease_token"),
-    lockedUntils: numbers(row.locked_until, n, "locked_until"),
-    traces: textElements(row.trace_context, n, "trace_context"),
-  };
-}
-
-/** The columns of several rows (a claim whose payloads take more than one part) as one. */
-function concatenated(parts: Columns[]): Columns {
-  const all = {} as Record<keyof Columns, unknown[]>;
-  for (const name of Object.keys(parts[0]) as (keyof Columns)[])
-    all[name] = parts.flatMap((p) => p[name] as unknown[]);
-  return all as unknown as Columns;
+  const ord = numbers(row.ord, n, "ord");
+  const queues = textElements(row.queue, n, "queue");
+  const names = textElements(row.name, n, "name");
+  const priorities = numbers(row.priority, n, "priority");
+  const attempts = numbers(row.attempt, n, "attempt");
+  const maxAttempts = numbers(row.max_attempts, n, "max_attempts");
+  const keys = textElements(row.key, n, "key");
+  const runAts = numbers(row.run_at, n, "run_at");
+  const createdAts = numbers(row.created_at, n, "created_at");
+  const tokens = numbers(row.lease_token, n, "lease_token");
+  const lockedUntils = numbers(row.locked_until, n, "locked_until");
+  const traces = textElements(row.trace_context, n, "trace_context");
+  for (let i = 0; i < n; i++) {
+    places.push(ord[i]);
+    jobs.push(
+      new ClaimedRow(
+        ids[i],
+        queues[i] as string,
+        names[i] as string,
+        parsePayload(payloads[i]),
+        priorities[i],
+        attempts[i],
+        maxAttempts[i],
+        keys[i],
+        tokens[i],
+        traces[i],
+        runAts[i],
+        createdAts[i],
+        lockedUntils[i],
+      ),
+    );
+  }
 }
 
 /** The elements of an array text whose elements never need quotes (numbers): `{1,2,3}`. */

@@ -103,10 +103,10 @@ export function withTestClock(text: string): { text: string; param: number } {
 /**
  * The statements that run once per finish batch read each job's int8 id as the text Postgres
  * sent. node-postgres's int8 parser evaluates a regex literal per value (a new RegExp object
- * each time): one per job in the finish's rows, 3% of what the worker allocated per no-op job
- * (bench/NOTES.md finding 17; the claim's ids, the other 3%, now come in one text array,
- * claim-arrays.ts). leases.ts takes the id with String() either way; every other type is parsed
- * as the pool would.
+ * each time): one per job in the finish's rows (bench/NOTES.md finding 17 measured 6% of what
+ * the worker allocated per no-op job for the claim's and the finish's together; the claim's ids
+ * now come in one text array, claim-arrays.ts). leases.ts takes the id with String() either
+ * way; every other type is parsed as the pool would.
  */
 const HOT_ROWS = new Set<QueryName>(["FINISH_COMPLETED", "FINISH_COMPLETED_FREEING"]);
 const INT8 = 20;

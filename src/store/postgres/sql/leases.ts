@@ -4,14 +4,6 @@ import { iso, JOBS, ms, NOW, notifyQueues, opaque, pendingHeads } from "./fragme
 // ── claim, lease, finish ──────────────────────────────────────────────────────────────────
 
 /**
- * Claims up to $2 due jobs of queue $1 for worker $3 with a lease of $4 ms, in one statement.
- * The CTE walks jobs_claim_idx (queue, priority DESC, run_at, id) WHERE state = 'pending' in claim
- * order and locks with SKIP LOCKED, so concurrent claimers take disjoint rows without waiting;
- * the partial index holds pending rows only, so millions of finished rows are never visited.
- * The answer is a row of per-column arrays per 8 MB of payloads, in no order (claim-arrays.ts
- * says why, and restores the claim order).
- */
-/**
  * The churning tables that need a vacuum now: at least $1 dead rows in jobs (or $2 in
  * job_count_deltas, which gets a row per writing statement), and no vacuum running on them.
  * The dead-row counts are the server's statistics (kept whether or not autovacuum is on).
@@ -28,8 +20,27 @@ export const VACUUM_JOBS = `VACUUM (SKIP_LOCKED) ${JOBS}`;
 export const VACUUM_JOB_COUNT_DELTAS = "VACUUM (SKIP_LOCKED) {{schema}}.job_count_deltas";
 
 /**
- * Claims up to $2 due jobs of queue $1 for worker $3 with a lease of $4 ms, answered in rows of
- * arrays (postgres/claim-arrays.ts; none when nothing was due).
+ * Epoch milliseconds as int8, whose text is exact whatever the session's extra_float_digits (a
+ * float8's text is rounded below 0: with -3, 1796611787123 prints as 1.79661178712e+12).
+ */
+const epochMsText = (t: string) => `floor(extract(epoch FROM ${t}) * 1000)::int8`;
+
+/**
+ * Payload text per row of CLAIM_JOBS's answer: the jobs after the first 8 MB go to further rows
+ * (claim-arrays.ts says why there is a bound). The parts and each job's place in claim order
+ * (`ord`) are one WindowAgg over the claimed rows sorted in claim order (the sort the row-per-job
+ * answer's row_number had), then a HashAggregate. The parts alone: 18.6 µs of server time per
+ * job with and without them (claims of 1,000, load ~2); parts and `ord` against the row-per-job
+ * answer: -0.4 to +0.6 µs (bench/claim-answer-ab.ts, three runs).
+ */
+const CLAIM_PART_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Claims up to $2 due jobs of queue $1 for worker $3 with a lease of $4 ms, in one statement,
+ * answered in rows of arrays (postgres/claim-arrays.ts; none when nothing was due). The CTE walks
+ * jobs_claim_idx (queue, priority DESC, run_at, id) WHERE state = 'pending' in claim order and
+ * locks with SKIP LOCKED, so concurrent claimers take disjoint rows without waiting; the partial
+ * index holds pending rows only, so millions of finished rows are never visited.
  *
  * The jobs picked in `c` are updated through `id = ANY(ARRAY(...))`: one probe of jobs_pkey per id,
  * the only plan a ~10-element array leaves, and jobs_claim_idx cannot serve the UPDATE (its
@@ -50,20 +61,6 @@ export const VACUUM_JOB_COUNT_DELTAS = "VACUUM (SKIP_LOCKED) {{schema}}.job_coun
  * fresh and 12.3 analyzed, the same as without it; batches of 10: 13.2 against 13.0 (the 2
  * buffers per claim). Server times moved within the run-to-run noise (load 7-13 on 2 cores).
  */
-/**
- * Epoch milliseconds as int8, whose text is exact whatever the session's extra_float_digits (a
- * float8's text is rounded below 0: with -3, 1796611787123 prints as 1.79661178712e+12).
- */
-const epochMsText = (t: string) => `floor(extract(epoch FROM ${t}) * 1000)::int8`;
-
-/**
- * Payload text per row of CLAIM_JOBS's answer: the jobs after the first 8 MB go to further rows
- * (claim-arrays.ts says why there is a bound). The parts and each job's place in claim order
- * (`ord`) are one WindowAgg over the claimed rows sorted in claim order (the sort the row-per-job
- * answer's row_number had), then a HashAggregate: no server time the /proc ticks could see
- * (18.6 µs per job with and without the parts, claims of 1,000, load ~2).
- */
-const CLAIM_PART_BYTES = 8 * 1024 * 1024;
 export const CLAIM_JOBS = `
 WITH c AS (
   SELECT id FROM ${JOBS}
