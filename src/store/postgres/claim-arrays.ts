@@ -8,7 +8,7 @@
  * parsing. Measured (bench/NOTES.md finding 21): `BENCH_CRASH_SCOPE=1 node --import tsx
  * bench/one-worker.ts postgres 50000 10`, alternated with the row-per-job claim three times,
  * 20.8 / 20.3 / 15.6 → 14.7 / 11.4 / 12.7 ms of worker CPU per 1,000 jobs, 11 → 9-10
- * scavenges; `npm run bench -- --only errand-postgres --workload process-c10-p1`, four runs each
+ * scavenges (three later alternations at load ~3: 14.5-19.9 → 12.7-17.5 ms); `npm run bench -- --only errand-postgres --workload process-c10-p1`, four runs each
  * in ABBA order: 17.7-25.4 → 14.4-18.4 ms per 1,000 jobs, throughput within the noise
  * (21,373-31,246 against 24,461-32,267 jobs/s); the server's side of the claim -0.4 to +1.4 µs
  * per job (`node --import tsx bench/claim-answer-ab.ts OLD_CHECKOUT 1000`, five runs).
