@@ -85,3 +85,26 @@ test("a keyed pending job sends the claim to the plan: the keys rotate", async (
     [null, "k"],
   );
 });
+
+// The per-key walk reads each key's head (its first pending job in claim order); a claim that
+// needs one job per key takes the head without reading the key again — but only a due head.
+test("a key whose first pending job is not due yet gives its first due one", async (t) => {
+  const { store } = await fresh(t);
+  const keys = ["k0", "k1", "k2", "k3"];
+  await store.insertJobs(
+    keys.flatMap((flowKey, k) => [
+      job(10 * k, { flowKey, priority: 9, delayMs: 60_000 }),
+      job(10 * k + 1, { flowKey, priority: 0 }),
+      job(10 * k + 2, { flowKey, priority: 0 }),
+    ]),
+  );
+  const req = { queue: "q", limit: 4, workerId: "w", leaseMs: 60_000, flow: { keyConcurrency: 100 } };
+  const claim = await store.claimFlowJobs(req);
+  assert.deepEqual(order(claim.jobs), [1, 11, 21, 31], "one due job per key, in rotation");
+  assert.deepEqual(
+    claim.jobs.map((j) => j.flowKey),
+    keys,
+  );
+  const next = await store.claimFlowJobs(req);
+  assert.deepEqual(order(next.jobs), [2, 12, 22, 32], "the delayed heads stay pending");
+});

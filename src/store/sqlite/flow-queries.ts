@@ -20,28 +20,25 @@ export const FLOW_ANY_KEYED =
 
 /**
  * Up to @limit flow keys with pending jobs in key order, after @after (FLOW_KEYS_AFTER) or from
- * the first (FLOW_KEYS_FIRST), none past @upto when it is set: one statement walking
- * errand_jobs_flow_idx one probe per key (was one statement per key).
+ * the first (FLOW_KEYS_FIRST), none past @upto when it is set, each with its head: its first
+ * pending job in claim order (id, priority, run_at). One statement walking errand_jobs_flow_idx,
+ * one descent per key (its first entry past the previous key is that key's head) and one lookup
+ * by id; a claim that needs one job from a key whose head is due needs no other read of it
+ * (FLOW_KEYS_DUE). Claims of 50 over 100 keys: the walk and FLOW_KEYS_DUE 212 µs per claim, this
+ * walk alone 120 (`node --import tsx bench/sqlite-statement-times.ts 50`, load 0.4; bench/NOTES.md finding 22).
  */
-export const FLOW_KEYS_AFTER = `WITH RECURSIVE w(key, n) AS (
-  SELECT (SELECT flow_key FROM errand_jobs
-   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > @after
-   ORDER BY flow_key LIMIT 1), 1
+const nextHead = (past: string) => `errand_jobs.id = (SELECT id FROM errand_jobs
+   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL${past}
+   ORDER BY flow_key, priority DESC, run_at, id LIMIT 1)`;
+const walkFrom = (first: string) => `WITH RECURSIVE w(key, id, priority, run_at, n) AS (
+  SELECT flow_key, id, priority, run_at, 1 FROM errand_jobs WHERE ${first}
   UNION ALL
-  SELECT (SELECT flow_key FROM errand_jobs
-   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
-   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
+  SELECT flow_key, errand_jobs.id, errand_jobs.priority, errand_jobs.run_at, n + 1
+  FROM w JOIN errand_jobs ON ${nextHead(" AND flow_key > w.key")} WHERE n < @limit
 )
-SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
-export const FLOW_KEYS_FIRST = `WITH RECURSIVE w(key, n) AS (
-  SELECT (SELECT flow_key FROM errand_jobs
-   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL ORDER BY flow_key LIMIT 1), 1
-  UNION ALL
-  SELECT (SELECT flow_key FROM errand_jobs
-   WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL AND flow_key > w.key
-   ORDER BY flow_key LIMIT 1), n + 1 FROM w WHERE w.key IS NOT NULL AND n < @limit
-)
-SELECT key FROM w WHERE key IS NOT NULL AND (@upto IS NULL OR key <= @upto)`;
+SELECT key, id, priority, run_at FROM w WHERE @upto IS NULL OR key <= @upto`;
+export const FLOW_KEYS_AFTER = walkFrom(nextHead(" AND flow_key > @after"));
+export const FLOW_KEYS_FIRST = walkFrom(nextHead(""));
 
 /**
  * The first @limit due jobs of each key of @keys (a JSON array): one row per key, its jobs a JSON

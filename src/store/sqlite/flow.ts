@@ -154,14 +154,15 @@ function dueJobs(
   let blocked = 0;
   for (const key of named) if (key !== NO_KEY && keyRoom(flow, state, key).room <= 0) blocked++;
   const want = Math.min(keysToVisit(limit, state), room + blocked + 1);
-  const walk = (after: string | null, upto: string | null, n: number) =>
-    n <= 0
-      ? []
-      : (
-          c
-            .q(after === null ? Q.FLOW_KEYS_FIRST : Q.FLOW_KEYS_AFTER)
-            .all({ queue, limit: n, upto, ...(after === null ? {} : { after }) }) as { key: string }[]
-        ).map((r) => r.key);
+  const heads = new Map<string, DueJob>();
+  const walk = (after: string | null, upto: string | null, n: number) => {
+    if (n <= 0) return [];
+    const rows = c
+      .q(after === null ? Q.FLOW_KEYS_FIRST : Q.FLOW_KEYS_AFTER)
+      .all({ queue, limit: n, upto, ...(after === null ? {} : { after }) }) as (DueRow & { key: string })[];
+    for (const r of rows) heads.set(r.key, { id: r.id, priority: r.priority, runAt: r.run_at });
+    return rows.map((r) => r.key);
+  };
   const keys = walk(cursor, null, want);
   if (cursor !== null) keys.push(...walk(null, cursor, want - keys.length));
   const open = keys.filter((k) => keyRoom(flow, state, k).room > 0);
@@ -175,6 +176,12 @@ function dueJobs(
       .all({ queue, now, limit, window: keyed ? 100 : Math.max(limit, 100) }) as DueRow[],
   );
   const due = new Map<string, DueJob[]>();
+  const takeHead = (key: string) => {
+    const head = heads.get(key) as DueJob;
+    if (head.runAt > now) return false;
+    due.set(key, [head]);
+    return true;
+  };
   const read = (list: string[], share: number) => {
     if (list.length === 0) return;
     const rows = c.q(Q.FLOW_KEYS_DUE).all({ queue, now, limit: share, keys: JSON.stringify(list) }) as {
@@ -190,7 +197,10 @@ function dueJobs(
     }
   };
   // A claim takes one job per key per turn: a share of it is enough from each key with room.
-  read(open, Math.ceil(limit / Math.max(1, open.length + (unkeyed.length > 0 ? 1 : 0))));
+  // A share of one is the head the walk read, when it is due (its first job in claim order).
+  const share = Math.ceil(limit / Math.max(1, open.length + (unkeyed.length > 0 ? 1 : 0)));
+  const unread = share > 1 ? open : open.filter((k) => !takeHead(k));
+  read(unread, share);
   read(shut, Math.ceil(limit / Math.max(1, keys.length)));
   if (unkeyed.length > 0) due.set(NO_KEY, [...(due.get(NO_KEY) ?? []), ...unkeyed].sort(dueOrder));
   return due;
