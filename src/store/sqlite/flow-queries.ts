@@ -25,7 +25,10 @@ export const FLOW_ANY_KEYED =
  * one descent per key (its first entry past the previous key is that key's head) and one lookup
  * by id; a claim that needs one job from a key whose head is due needs no other read of it
  * (FLOW_KEYS_DUE). Claims of 50 over 100 keys: the walk and FLOW_KEYS_DUE 212 µs per claim, this
- * walk alone 120 (`node --import tsx bench/sqlite-statement-times.ts 50`, load 0.4; bench/NOTES.md finding 22).
+ * walk alone 120 (`node --import tsx bench/sqlite-statement-times.ts 50`, load 0.4). The price:
+ * a claim of several jobs per key reads its keys again anyway, so claims of 250 over 100 keys pay
+ * the lookups for nothing (walk 172-179 → 261 µs per claim, 0.35 µs per job; the head as a JSON
+ * array from the index alone, no lookup, was slower at both sizes: 160 and 317). bench/NOTES.md finding 22.
  */
 const nextHead = (past: string) => `errand_jobs.id = (SELECT id FROM errand_jobs
    WHERE queue = @queue AND state = 'pending' AND flow_key IS NOT NULL${past}
