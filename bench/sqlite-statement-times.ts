@@ -2,7 +2,9 @@
  * The SQLite store's statements, timed one by one (wall time per claim, from hrtime around each
  * prepared statement's all/get/run): N=20,000 jobs over 100 flow keys, claims of B (default 50)
  * under a per-key limit that never binds (the bench's flow workload), each claim's jobs finished
- * after the next claim. PLAIN=1 claims with claimJobs instead; UNKEYED=1 inserts jobs without keys.
+ * after the next claim. PLAIN=1 claims with claimJobs instead; UNKEYED=1 inserts jobs without keys;
+ * HELD=K keeps the last K claimed jobs running (a worker's read-ahead buffer holds up to
+ * `batchSize`), finishing the older ones after each claim.
  *
  *   node --import tsx bench/sqlite-statement-times.ts [B]
  */
@@ -51,9 +53,11 @@ while (done < N) {
   const jobs = process.env.PLAIN ? await store.claimJobs({ queue: "q", limit: B, workerId: "w", leaseMs: 15000 }) : (await store.claimFlowJobs({ queue: "q", limit: B, workerId: "w", leaseMs: 15000, flow: { keyConcurrency: 100000 } })).jobs;
   claimNs += process.hrtime.bigint() - s;
   claims++;
-  await store.finishJobs(running.map((c) => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })) as never);
-  done += running.length;
-  running = jobs as never;
+  const keep = jobs.length === 0 ? 0 : Number(process.env.HELD ?? 0);
+  const old = running.splice(0, Math.max(0, running.length - keep));
+  await store.finishJobs(old.map((c) => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })) as never);
+  done += old.length;
+  running.push(...(jobs as never[]));
 }
 const cpu = process.cpuUsage(t0);
 console.log(`claims ${claims}, cpu µs/job ${((cpu.user + cpu.system) / N).toFixed(1)}, claim wall µs/claim ${(Number(claimNs) / 1000 / claims).toFixed(0)}`);
