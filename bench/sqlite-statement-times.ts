@@ -43,7 +43,7 @@ const store = await openSqliteStore({ path: file } as never);
 await store.migrate();
 await insertBacklog(store, "q", N, (i) => (process.env.UNKEYED ? undefined : `k${i % 100}`));
 times.clear();
-let running: { id: string; leaseToken: number }[] = [];
+const running: { id: string; leaseToken: number }[] = [];
 let done = 0;
 const t0 = process.cpuUsage();
 let claims = 0;
