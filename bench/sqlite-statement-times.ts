@@ -50,17 +50,33 @@ let claims = 0;
 let claimNs = 0n;
 while (done < N) {
   const s = process.hrtime.bigint();
-  const jobs = process.env.PLAIN ? await store.claimJobs({ queue: "q", limit: B, workerId: "w", leaseMs: 15000 }) : (await store.claimFlowJobs({ queue: "q", limit: B, workerId: "w", leaseMs: 15000, flow: { keyConcurrency: 100000 } })).jobs;
+  const jobs = process.env.PLAIN
+    ? await store.claimJobs({ queue: "q", limit: B, workerId: "w", leaseMs: 15000 })
+    : (
+        await store.claimFlowJobs({
+          queue: "q",
+          limit: B,
+          workerId: "w",
+          leaseMs: 15000,
+          flow: { keyConcurrency: 100000 },
+        })
+      ).jobs;
   claimNs += process.hrtime.bigint() - s;
   claims++;
   const keep = jobs.length === 0 ? 0 : Number(process.env.HELD ?? 0);
   const old = running.splice(0, Math.max(0, running.length - keep));
-  await store.finishJobs(old.map((c) => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })) as never);
+  await store.finishJobs(
+    old.map((c) => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })) as never,
+  );
   done += old.length;
   running.push(...(jobs as never[]));
 }
 const cpu = process.cpuUsage(t0);
-console.log(`claims ${claims}, cpu µs/job ${((cpu.user + cpu.system) / N).toFixed(1)}, claim wall µs/claim ${(Number(claimNs) / 1000 / claims).toFixed(0)}`);
+console.log(
+  `claims ${claims}, cpu µs/job ${((cpu.user + cpu.system) / N).toFixed(1)}, claim wall µs/claim ${(Number(claimNs) / 1000 / claims).toFixed(0)}`,
+);
 for (const [k, v] of [...times].sort((a, b) => Number(b[1].ns - a[1].ns)))
-  console.log(`${(Number(v.ns) / 1000 / claims).toFixed(1).padStart(7)} µs/claim  n/claim ${(v.n / claims).toFixed(1)}  ${k}`);
+  console.log(
+    `${(Number(v.ns) / 1000 / claims).toFixed(1).padStart(7)} µs/claim  n/claim ${(v.n / claims).toFixed(1)}  ${k}`,
+  );
 await store.close();
