@@ -20,7 +20,10 @@ for (const target of targets) {
         const job = await errand.enqueue(long, {});
         const settings = SHORT_LEASES;
         const first = errand.work({ q: { concurrency: 1 } }, settings);
-        await waitFor(async () => (await errand.getJob(job.id))?.state === "running", "the job to start");
+        // The handler itself, not the row's state: a claimed job is "running" in the store while it
+        // waits in the read-ahead buffer, and a stop begun then returns it unstarted (a CI run
+        // on Postgres caught that: the handler ran 0 times).
+        await waitFor(() => counter.runs === 1, "the handler to start");
         const stopped = first.stop({ timeout: 10_000 });
         // Another worker whose rescuer would take the job over as soon as its lease ran out.
         const second = errand.work({ other: { concurrency: 1 } }, settings);
