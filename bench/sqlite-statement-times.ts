@@ -4,13 +4,15 @@
  * under a per-key limit that never binds (the bench's flow workload), each claim's jobs finished
  * after the next claim. PLAIN=1 claims with claimJobs instead; UNKEYED=1 inserts jobs without keys;
  * HELD=K keeps the last K claimed jobs running (a worker's read-ahead buffer holds up to
- * `batchSize`), finishing the older ones after each claim.
+ * `batchSize`), finishing the older ones after each claim. UNTIMED=1 leaves the statements
+ * unwrapped: the CPU per job without the timing's own cost (a Proxy and a label per statement).
  *
  *   node --import tsx bench/sqlite-statement-times.ts [B]
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ClaimedJob, Outcome } from "../src/store/claim-types.js";
 import { Connection } from "../src/store/sqlite/connection.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { insertBacklog } from "../test/helpers/plans.js";
@@ -19,31 +21,32 @@ const B = Number(process.argv[2] ?? 50);
 const N = 20000;
 const times = new Map<string, { n: number; ns: bigint }>();
 const orig = Connection.prototype.q;
-Connection.prototype.q = function (sql: string) {
-  const st = orig.call(this, sql);
-  const label = sql.replace(/\s+/g, " ").trim().slice(0, 70);
-  return new Proxy(st, {
-    get(t, p) {
-      const v = Reflect.get(t, p);
-      if (typeof v !== "function" || !["all", "get", "run"].includes(p as string)) return v;
-      return (...args: unknown[]) => {
-        const s = process.hrtime.bigint();
-        const r = v.apply(t, args);
-        const e = times.get(label) ?? { n: 0, ns: 0n };
-        e.n++;
-        e.ns += process.hrtime.bigint() - s;
-        times.set(label, e);
-        return r;
-      };
-    },
-  });
-};
+if (!process.env.UNTIMED)
+  Connection.prototype.q = function (sql: string) {
+    const st = orig.call(this, sql);
+    const label = sql.replace(/\s+/g, " ").trim().slice(0, 70);
+    return new Proxy(st, {
+      get(t, p) {
+        const v = Reflect.get(t, p);
+        if (typeof v !== "function" || !["all", "get", "run"].includes(p as string)) return v;
+        return (...args: unknown[]) => {
+          const s = process.hrtime.bigint();
+          const r = v.apply(t, args);
+          const e = times.get(label) ?? { n: 0, ns: 0n };
+          e.n++;
+          e.ns += process.hrtime.bigint() - s;
+          times.set(label, e);
+          return r;
+        };
+      },
+    });
+  };
 const file = join(mkdtempSync(join(tmpdir(), "st-")), "e.db");
-const store = await openSqliteStore({ path: file } as never);
+const store = await openSqliteStore({ path: file });
 await store.migrate();
 await insertBacklog(store, "q", N, (i) => (process.env.UNKEYED ? undefined : `k${i % 100}`));
 times.clear();
-const running: { id: string; leaseToken: number }[] = [];
+const running: ClaimedJob[] = [];
 let done = 0;
 const t0 = process.cpuUsage();
 let claims = 0;
@@ -66,10 +69,10 @@ while (done < N) {
   const keep = jobs.length === 0 ? 0 : Number(process.env.HELD ?? 0);
   const old = running.splice(0, Math.max(0, running.length - keep));
   await store.finishJobs(
-    old.map((c) => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })) as never,
+    old.map((c): Outcome => ({ id: c.id, leaseToken: c.leaseToken, kind: "completed", worker: "w" })),
   );
   done += old.length;
-  running.push(...(jobs as never[]));
+  running.push(...jobs);
 }
 const cpu = process.cpuUsage(t0);
 console.log(

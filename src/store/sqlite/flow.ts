@@ -176,12 +176,6 @@ function dueJobs(
       .all({ queue, now, limit, window: keyed ? 100 : Math.max(limit, 100) }) as DueRow[],
   );
   const due = new Map<string, DueJob[]>();
-  const takeHead = (key: string) => {
-    const head = heads.get(key) as DueJob;
-    if (head.runAt > now) return false;
-    due.set(key, [head]);
-    return true;
-  };
   const read = (list: string[], share: number) => {
     if (list.length === 0) return;
     const rows = c.q(Q.FLOW_KEYS_DUE).all({ queue, now, limit: share, keys: JSON.stringify(list) }) as {
@@ -199,7 +193,12 @@ function dueJobs(
   // A claim takes one job per key per turn: a share of it is enough from each key with room.
   // A share of one is the head the walk read, when it is due (its first job in claim order).
   const share = Math.ceil(limit / Math.max(1, open.length + (unkeyed.length > 0 ? 1 : 0)));
-  const unread = share > 1 ? open : open.filter((k) => !takeHead(k));
+  const unread: string[] = [];
+  for (const key of open) {
+    const head = heads.get(key);
+    if (share === 1 && head !== undefined && head.runAt <= now) due.set(key, [head]);
+    else unread.push(key);
+  }
   read(unread, share);
   read(shut, Math.ceil(limit / Math.max(1, keys.length)));
   if (unkeyed.length > 0) due.set(NO_KEY, [...(due.get(NO_KEY) ?? []), ...unkeyed].sort(dueOrder));
