@@ -22,11 +22,15 @@ rounds=$1 workload=$2; shift 2
 url=${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 hz=$(getconf CLK_TCK)
 npm run --silent build >/dev/null
-# 1 when the backend's client is a bench worker process: backend pid, client port
-serves_worker() {
-  local client
-  client=$(ss -tnpH "sport = :$2" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)
-  [ -n "$client" ] && tr '\0' '\n' <"/proc/$client/environ" 2>/dev/null | grep -q '^BENCH_SYSTEM=' && echo 1 || echo 0
+# The pid of the process holding each local TCP port, one `ss` call for all ("port pid" lines):
+# one call per backend made a sample take longer than a 4-process run lasts (a first cut of this
+# script counted 4-5 µs per job there, a handful of samples).
+port_owners() {
+  ss -tnpH 2>/dev/null | awk '{ n = split($4, a, ":"); if (match($0, /pid=[0-9]+/)) print a[n], substr($0, RSTART + 4, RLENGTH - 4) }'
+}
+# 1 when the process has BENCH_SYSTEM in its environment (a bench worker process)
+is_worker_process() {
+  tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -q '^BENCH_SYSTEM=' && echo 1 || echo 0
 }
 # "ms jobs": backend CPU of one bench run's worker processes and the jobs they ran
 cpu_of() {
@@ -37,9 +41,18 @@ cpu_of() {
   if [ "${PERF:-}" = 1 ]; then run=(perf record -a -F 1999 -o "$out.perf" -- "${run[@]}"); fi
   "${run[@]}" >"$out" 2>&1 &
   local bench=$! pid port t total=0
+  local -A owner=() client_is_worker=()
+  local line
   while kill -0 "$bench" 2>/dev/null; do
+    owner=()
+    while read -r port pid; do owner[$port]=$pid; done < <(port_owners)
     while IFS='|' read -r pid port; do
-      [ -n "${worker[$pid]:-}" ] || worker[$pid]=$(serves_worker "$pid" "$port")
+      if [ -z "${worker[$pid]:-}" ]; then
+        line=${owner[$port]:-}
+        [ -n "$line" ] || continue # not yet seen from the client's side: try at the next sample
+        [ -n "${client_is_worker[$line]:-}" ] || client_is_worker[$line]=$(is_worker_process "$line")
+        worker[$pid]=${client_is_worker[$line]}
+      fi
       [ "${worker[$pid]}" = 1 ] || continue
       t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
       if ((t > ${seen[$pid]:-0})); then seen[$pid]=$t; fi
