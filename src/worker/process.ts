@@ -14,6 +14,10 @@
  *   The job whose code crashed (crash.ts) is charged a failed attempt of kind "crashed"; the
  *   others are released uncharged. When no job can be told, every interrupted job is charged.
  *
+ * - The timeout is hard even when a handler blocks the event loop during the stop, which holds
+ *   every timer above: a thread armed when the stop begins kills the process (SIGKILL) if the
+ *   stop has not ended 6 s past its budget (stop-backstop.ts).
+ *
  * runUntilSignal resolves with the exit code instead of exiting, so the caller decides when the
  * process ends (the CLI calls process.exit with it). Every listener it installs is removed
  * before it resolves.
@@ -23,7 +27,8 @@ import { toError } from "../errors.js";
 import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
 import { attributeCrashes, currentJobId } from "./crash.js";
-import type { StopResult, Worker } from "./worker.js";
+import { armStopBackstop, type Backstop } from "./stop-backstop.js";
+import { FINAL_WRITE_MS, type StopResult, type Worker } from "./worker.js";
 
 /**
  * How long closing the store may take after the worker stopped (a pool's end waits for its
@@ -31,6 +36,14 @@ import type { StopResult, Worker } from "./worker.js";
  */
 const CLOSE_MS = 1000;
 const ABANDONED_CLOSE_MS = 200;
+/**
+ * Past the stop's own budget (the timeout, the released jobs' outcomes, closing the store), how
+ * long the backstop thread waits before it kills a process whose event loop a handler blocks
+ * (stop-backstop.ts). A stop that runs must never be cut by it: this covers a SQLite statement
+ * already in its busy wait when the stop began (it blocks the thread up to busy_timeout, 5 s,
+ * docs/RELIABILITY.md) and a second for a loaded machine.
+ */
+const BACKSTOP_MARGIN_MS = 6000;
 
 /** What runUntilSignal needs of the errand the worker belongs to (an Errand is one). */
 export interface ClosableOwner {
@@ -102,7 +115,9 @@ export async function runUntilSignal(
     triggered = resolve;
   });
 
+  let backstop: Backstop | undefined;
   const beginStop = (timeout: number): void => {
+    backstop ??= armStopBackstop(timeout + FINAL_WRITE_MS + CLOSE_MS + BACKSTOP_MARGIN_MS);
     stopping ??= worker.stop({ timeout });
     triggered();
   };
@@ -225,6 +240,7 @@ export async function runUntilSignal(
     );
     return report;
   } finally {
+    backstop?.disarm();
     removeHandlers();
   }
 }

@@ -34,7 +34,7 @@ const UPKEEP_MS = 10_000;
  * them in milliseconds (a second leaves room for a loaded machine); one that cannot must not
  * hold the process: the unwritten jobs' leases expire and rescuers return them.
  */
-const FINAL_WRITE_MS = 1000;
+export const FINAL_WRITE_MS = 1000;
 const HURRY_MS = 500;
 /** A stopping worker's longest wait for another connection's lock (Store.limitLockWaits). */
 const STOP_LOCK_WAIT_MS = 250;

@@ -1,0 +1,95 @@
+/**
+ * The shutdown timeout is hard even when a handler blocks the event loop during the graceful
+ * stop. The stop's timers run on the loop, so a handler that computes without yielding would hold
+ * the process past --shutdown-timeout for as long as it computes. Here the handler sleeps 300 ms,
+ * then computes for 30 s; SIGTERM arrives while it sleeps, with --shutdown-timeout 1s. The worker
+ * must be gone long before the computation ends (the timeout, a second for outcomes, a second for
+ * closing the store, 6 s of margin: ~9 s), and the job stays `running` under its lease, for a
+ * rescuer to return (the lease is 60 s here, so it is still held when the test looks).
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { exitOf, inspect, PROCESS_JOBS, ROOT, scratch, start, waitFor } from "../cli/helpers.js";
+import { spinHere } from "../fixtures/process-jobs.js";
+
+const SPIN_MS = 30_000;
+
+describe("a graceful stop while a handler blocks the event loop", () => {
+  test("the worker exits by the shutdown timeout, not when the handler yields", async (t) => {
+    const s = scratch("errand-stop-blocked-");
+    const errand = await inspect(s.db, [spinHere]);
+    const worker = start(
+      ["worker", "--jobs", PROCESS_JOBS, "--url", s.db, "--queue", "cpu", "--concurrency", "1"].concat([
+        "--lease",
+        "60s",
+        "--poll-interval",
+        "100ms",
+        "--shutdown-timeout",
+        "1s",
+      ]),
+      { ERRAND_FIXTURE_DIR: s.dir },
+    );
+    try {
+      const job = await errand.enqueue(spinHere, { ms: SPIN_MS, afterMs: 300 });
+      await waitFor(
+        "the handler to start",
+        () => {
+          try {
+            return readFileSync(join(s.dir, "runs.log"), "utf8").includes(`start ${job.id}`);
+          } catch {
+            return false;
+          }
+        },
+        30_000,
+      );
+      const signalled = Date.now();
+      worker.child.kill("SIGTERM");
+      // Bounded well under the computation: a worker that waits for the handler to yield fails here.
+      const result = await exitOf(worker, SPIN_MS - 5_000);
+      const tookMs = Date.now() - signalled;
+      t.diagnostic(`exited ${tookMs} ms after SIGTERM`);
+      assert.ok(tookMs < SPIN_MS - 5_000, `exited after ${tookMs} ms`);
+      assert.equal(result.signal, "SIGKILL", `exit ${result.code} ${result.signal}\n${result.stderr}`);
+      assert.match(result.stderr, /graceful stop did not end within \d+ ms/);
+      assert.match(result.stderr, /event loop/);
+      const after = await errand.getJob(job.id);
+      assert.equal(after?.state, "running", "left under its lease for a rescuer");
+      const runs = readFileSync(join(s.dir, "runs.log"), "utf8");
+      assert.ok(!runs.includes(`end ${job.id}`), "the computation was cut short");
+    } finally {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
+      await errand.close();
+      s.cleanup();
+    }
+  });
+
+  test("a stop that ends in time disarms it: the process lives on past its budget", async () => {
+    // runUntilSignal leaves the end of the process to its caller: the backstop must not end it
+    // later. The stop's budget with a 0 s timeout is 0 + 1 + 1 + 6 s; the process lives 9 s on.
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(ROOT, "test/fixtures/backstop-disarm.ts")],
+      {
+        cwd: ROOT,
+        env: { ...process.env, LIVE_MS: "9000" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+    });
+    const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+    assert.equal(signal, null, `killed by ${signal}; stderr:\n${err}`);
+    assert.equal(code, 0, err);
+    assert.deepEqual(out.trim().split("\n"), ["stopped 0", "alive"]);
+  });
+});
