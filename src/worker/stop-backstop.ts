@@ -47,14 +47,21 @@ export function armStopBackstop(ms: number): Backstop {
     name: "errand",
     msg: `the graceful stop did not end within ${ms} ms (a handler blocking the event loop?): killing the process with SIGKILL; its running jobs return when their leases run out`,
   });
-  const thread = new Worker(THREAD, {
-    eval: true,
-    workerData: { flag: flag.buffer, ms, pid: process.pid, line },
-    stdout: true,
-    stderr: true,
-  });
+  let thread: Worker;
+  try {
+    thread = new Worker(THREAD, {
+      eval: true,
+      workerData: { flag: flag.buffer, ms, pid: process.pid, line },
+      stdout: true,
+      stderr: true,
+    });
+  } catch {
+    // No thread to be had (a resource limit): the stop goes on as it would without the backstop.
+    // Throwing here would throw from the signal handler that began the stop.
+    return { disarm() {} };
+  }
   thread.unref();
-  thread.on("error", () => {}); // a thread that failed to start leaves the stop as it was
+  thread.on("error", () => {}); // a thread that failed later leaves the stop as it was too
   let armed = true;
   return {
     disarm() {
