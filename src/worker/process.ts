@@ -15,8 +15,8 @@
  *   others are released uncharged. When no job can be told, every interrupted job is charged.
  *
  * - The timeout is hard even when a handler blocks the event loop during the stop, which holds
- *   every timer above: a thread armed when the stop begins kills the process (SIGKILL) if the
- *   stop has not ended 6 s past its budget (stop-backstop.ts).
+ *   every timer above: a thread armed when the stop begins kills the process (SIGKILL) once the
+ *   stop is a second past its budget and the loop has not run for 6 s (stop-backstop.ts).
  *
  * runUntilSignal resolves with the exit code instead of exiting, so the caller decides when the
  * process ends (the CLI calls process.exit with it). Every listener it installs is removed
@@ -38,12 +38,11 @@ const CLOSE_MS = 1000;
 const ABANDONED_CLOSE_MS = 200;
 /**
  * Past the stop's own budget (the timeout, the released jobs' outcomes, closing the store), how
- * long the backstop thread waits before it kills a process whose event loop a handler blocks
- * (stop-backstop.ts). A stop that runs must never be cut by it: this covers a SQLite statement
- * already in its busy wait when the stop began (it blocks the thread up to busy_timeout, 5 s,
- * docs/RELIABILITY.md) and a second for a loaded machine.
+ * long before the backstop thread may kill a process whose event loop has stopped running
+ * (stop-backstop.ts, which also waits for the loop to have been still for 6 s): room for a
+ * loaded machine.
  */
-const BACKSTOP_MARGIN_MS = 6000;
+const BACKSTOP_MARGIN_MS = 1000;
 
 /** What runUntilSignal needs of the errand the worker belongs to (an Errand is one). */
 export interface ClosableOwner {
@@ -117,7 +116,9 @@ export async function runUntilSignal(
 
   let backstop: Backstop | undefined;
   const beginStop = (timeout: number): void => {
-    backstop ??= armStopBackstop(timeout + FINAL_WRITE_MS + CLOSE_MS + BACKSTOP_MARGIN_MS);
+    backstop ??= armStopBackstop(timeout + FINAL_WRITE_MS + CLOSE_MS + BACKSTOP_MARGIN_MS, (message) =>
+      log.warn({}, message),
+    );
     stopping ??= worker.stop({ timeout });
     triggered();
   };
