@@ -29,7 +29,7 @@
  * A failing hook or webhook is logged and never stops the watcher; the webhook has a timeout, and
  * a hook is waited for at most `hookTimeout` (test/http/alerts-hooks.test.ts).
  */
-import { type Duration, parseDuration } from "./duration.js";
+import { type Duration, parseDuration, parseTimerDuration } from "./duration.js";
 import type { Errand } from "./errand.js";
 import { ValidationError } from "./errors.js";
 import { NAME_PATTERN } from "./job.js";
@@ -183,7 +183,7 @@ export function watchAlerts(
   onlyKnownFields(options, ALERT_FIELDS, "watchAlerts options");
   const compiled = rules.map(compileRule);
   const log = options.logger ?? errand.log;
-  const intervalMs = parseDuration(options.interval ?? "30s", "interval");
+  const intervalMs = parseTimerDuration(options.interval ?? "30s", "interval");
   if (intervalMs < 100) throw new ValidationError("interval must be at least 100ms");
   const webhook: WebhookOptions | null =
     options.webhook === undefined
@@ -200,8 +200,8 @@ export function watchAlerts(
       throw new ValidationError(`webhook must be an http(s) URL; got ${JSON.stringify(webhook.url)}`);
     }
   }
-  const webhookTimeout = parseDuration(webhook?.timeout ?? "5s", "webhook.timeout");
-  const hookTimeout = parseDuration(options.hookTimeout ?? "10s", "hookTimeout");
+  const webhookTimeout = parseTimerDuration(webhook?.timeout ?? "5s", "webhook.timeout");
+  const hookTimeout = parseTimerDuration(options.hookTimeout ?? "10s", "hookTimeout");
   if (hookTimeout <= 0)
     throw new ValidationError(`hookTimeout must be a positive duration; got ${hookTimeout} ms`);
   /** Open episodes: `${rule index}\0${queue}` → the alert that fired. */

@@ -30,3 +30,20 @@ export function parseDuration(value: Duration | string, what = "duration"): numb
   }
   return Math.round(Number(match[1]) * UNIT_MS[match[2]]);
 }
+
+/**
+ * The longest delay a Node timer holds (about 24.8 days): Node fires a longer one after 1 ms,
+ * with only a TimeoutOverflowWarning (a job `timeout: "30d"` timed every attempt out at once,
+ * a stop with a 30-day timeout released its jobs at once: test/long-durations.test.ts).
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** parseDuration for a duration that a timer waits: at most MAX_TIMER_MS, or a ValidationError naming `what`. */
+export function parseTimerDuration(value: Duration | string, what = "duration"): number {
+  const ms = parseDuration(value, what);
+  if (ms > MAX_TIMER_MS)
+    throw new ValidationError(
+      `${what} must be at most ${MAX_TIMER_MS} ms (about 24.8 days, the longest a timer waits); got ${JSON.stringify(value)}`,
+    );
+  return ms;
+}

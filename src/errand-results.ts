@@ -3,7 +3,7 @@
  * themselves are result-waiters.ts) and event listeners typed by a job definition (onJob).
  * Errand inherits them.
  */
-import { type Duration, parseDuration } from "./duration.js";
+import { type Duration, MAX_TIMER_MS, parseDuration } from "./duration.js";
 import { JOB_OPTION_FIELDS } from "./enqueue.js";
 import { ErrandOperations } from "./errand-operations.js";
 import type { EnqueuedJob, EnqueueOptions, JobEvent } from "./errand-types.js";
@@ -35,7 +35,7 @@ export type JobEventName =
   | "released";
 
 /** Longest `timeout` accepted (a timer's limit, about 24.8 days). */
-const MAX_TIMEOUT_MS = 2_147_483_647;
+const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 
 export abstract class ErrandResults extends ErrandOperations {
   private waiters: ResultWaiters | null = null;

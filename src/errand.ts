@@ -3,7 +3,7 @@
  * schedules and close. The enqueue family, typed results and operator actions are the layers it
  * inherits (errand-enqueue.ts, errand-results.ts, errand-operations.ts).
  */
-import { parseDuration } from "./duration.js";
+import { parseTimerDuration } from "./duration.js";
 import { type JobOptions, prepareJob } from "./enqueue.js";
 import { ErrandEnqueue } from "./errand-enqueue.js";
 import type { JobRef, OpenErrandOptions } from "./errand-types.js";
@@ -72,7 +72,7 @@ export class Errand extends ErrandEnqueue {
     this.log = checkLogger(options.logger) ?? createLogger();
     this.logPayloads = options.logPayloads ?? process.env.ERRAND_LOG_PAYLOADS === "1";
     this.payloadLimit = options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT;
-    this.waitRecheckMs = parseDuration(options.waitRecheck ?? DEFAULT_RECHECK_MS, "waitRecheck");
+    this.waitRecheckMs = parseTimerDuration(options.waitRecheck ?? DEFAULT_RECHECK_MS, "waitRecheck");
     for (const job of options.jobs ?? []) this.register(job);
     this.maintenance.push(async () => {
       await this.scheduler.fire();

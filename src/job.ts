@@ -1,6 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { type Backoff, type BackoffFn, compileBackoff } from "./backoff.js";
-import { type Duration, parseDuration } from "./duration.js";
+import { type Duration, parseTimerDuration } from "./duration.js";
 import { type Classification, type ErrorKind, ValidationError } from "./errors.js";
 import { checkFlowOptions, type FlowDefinition, type FlowOptions } from "./flow.js";
 import { knownFields, onlyKnownFields } from "./known-fields.js";
@@ -285,7 +285,7 @@ export function defineJob<S extends StandardSchemaV1, R = unknown>(
     maxAttempts: checkInteger(input.maxAttempts ?? 3, `job "${input.name}" maxAttempts`, MAX_ATTEMPTS_RANGE),
     backoff: compileBackoff(input.backoff),
     timeoutMs:
-      input.timeout === undefined ? null : parseDuration(input.timeout, `job "${input.name}" timeout`),
+      input.timeout === undefined ? null : parseTimerDuration(input.timeout, `job "${input.name}" timeout`),
     priority: checkInteger(input.priority ?? 0, `job "${input.name}" priority`, PRIORITY_RANGE),
     classify: input.classify,
     flow: checkFlowOptions(input as FlowOptions<never>, input.name),

@@ -13,7 +13,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { parseDuration } from "../duration.js";
+import { MAX_TIMER_MS, parseDuration } from "../duration.js";
 import type { Errand } from "../errand.js";
 import { ValidationError } from "../errors.js";
 import { checkRunAt } from "../instant.js";
@@ -172,20 +172,26 @@ export function parseIntOption(value: string, flag: string, range: { min: number
  * A duration like 200ms, 5s, 5m, 2h, 1d. A bare number is refused: in the library it means
  * milliseconds, but on a command line `--delay 5` reads as five of something larger.
  */
-export function parseDurationOption(value: string, flag: string): number {
+export function parseDurationOption(value: string, flag: string, options: { timer?: boolean } = {}): number {
   const text = value.trim();
   if (/^\d+(\.\d+)?$/.test(text)) {
     throw new UsageError(
       `${flag} needs a unit, like ${text}s or ${text}m (a bare number is ambiguous); got ${JSON.stringify(value)}`,
     );
   }
+  let ms: number;
   try {
-    return parseDuration(text, flag);
+    ms = parseDuration(text, flag);
   } catch {
     throw new UsageError(
       `${flag} must be a duration like 500ms, 30s, 5m, 2h or 1d; got ${JSON.stringify(value)}`,
     );
   }
+  if (options.timer && ms > MAX_TIMER_MS)
+    throw new UsageError(
+      `${flag} must be at most 24.8 days (the longest a timer waits); got ${JSON.stringify(value)}`,
+    );
+  return ms;
 }
 
 /** An ISO 8601 date or date-time naming a real time errand can store (instant.ts). */

@@ -15,7 +15,9 @@ export function registerStats(program: Command): void {
     .option("-w, --watch [interval]", "redraw every interval (default 2s) until Ctrl-C")
     .action(async (opts: { json?: boolean; watch?: boolean | string }, cmd: Command) => {
       const intervalMs =
-        typeof opts.watch === "string" ? parseDurationOption(opts.watch, "--watch") : DEFAULT_WATCH_MS;
+        typeof opts.watch === "string"
+          ? parseDurationOption(opts.watch, "--watch", { timer: true })
+          : DEFAULT_WATCH_MS;
       if (opts.watch !== undefined && intervalMs < 100)
         throw new UsageError("--watch interval must be at least 100ms");
       await withErrand(await openFromOptions(globals(cmd), { mustExist: true }), async (errand) => {

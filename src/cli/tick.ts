@@ -45,7 +45,7 @@ Examples:
     )
     .action(async (opts: TickCliOptions, cmd: Command) => {
       const limit = parseIntOption(opts.limit, "--limit", { min: 1, max: MAX_TICK_LIMIT });
-      const timeBudget = parseDurationOption(opts.timeBudget, "--time-budget");
+      const timeBudget = parseDurationOption(opts.timeBudget, "--time-budget", { timer: true });
       const modulePath = opts.jobs ?? process.env.ERRAND_JOBS;
       const jobs = modulePath ? await loadJobs(modulePath) : [];
       const queues = (opts.queue ?? [])

@@ -91,11 +91,11 @@ Examples:
 }
 
 async function runWorker(opts: WorkerCliOptions, cmd: Command): Promise<number> {
-  const shutdownTimeoutMs = parseDurationOption(opts.shutdownTimeout, "--shutdown-timeout");
-  const leaseMs = parseDurationOption(opts.lease, "--lease");
+  const shutdownTimeoutMs = parseDurationOption(opts.shutdownTimeout, "--shutdown-timeout", { timer: true });
+  const leaseMs = parseDurationOption(opts.lease, "--lease", { timer: true });
   if (leaseMs < 100)
     throw new UsageError(`--lease must be at least 100ms; got ${JSON.stringify(opts.lease)}`);
-  const pollMs = parseDurationOption(opts.pollInterval, "--poll-interval");
+  const pollMs = parseDurationOption(opts.pollInterval, "--poll-interval", { timer: true });
   if (pollMs < 1)
     throw new UsageError(`--poll-interval must be at least 1ms; got ${JSON.stringify(opts.pollInterval)}`);
   const waitMs =

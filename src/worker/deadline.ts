@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS } from "../duration.js";
+
 /**
  * The hard limit of a worker's stop (docs/semantics.md, Shutdown, "a shutdown's hard timeout is hard
  * whatever the store does"). A stop awaits store calls — the claim in flight, the outcome
@@ -47,6 +49,8 @@ export class Deadline {
 
   private arm(): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(this.fire, Math.max(0, this.at - Date.now()));
+    // A timer holds at most MAX_TIMER_MS (a longer one fires after 1 ms): past it, arm again.
+    const left = Math.max(0, this.at - Date.now());
+    this.timer = setTimeout(left > MAX_TIMER_MS ? () => this.arm() : this.fire, Math.min(left, MAX_TIMER_MS));
   }
 }

@@ -14,7 +14,7 @@
  * retention (7 days completed, 30 days failed, unless `worker.retention` says otherwise).
  */
 import { EventEmitter } from "node:events";
-import { type Duration, parseDuration } from "../duration.js";
+import { type Duration, parseTimerDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import { checkInteger } from "../job.js";
 import { knownFields, onlyKnownFields } from "../known-fields.js";
@@ -112,8 +112,8 @@ export async function processJobs(
   if (options.worker !== undefined && options.worker !== null)
     onlyKnownFields(options.worker, PROCESS_WORKER_FIELDS, "processJobs options: worker");
   const limit = check(() => checkInteger(options.limit ?? 100, "limit", { min: 1, max: 10_000 }));
-  const budgetMs = check(() => parseDuration(options.timeBudget ?? "10s", "timeBudget"));
-  const finishMs = check(() => parseDuration(options.finishTimeout ?? "30s", "finishTimeout"));
+  const budgetMs = check(() => parseTimerDuration(options.timeBudget ?? "10s", "timeBudget"));
+  const finishMs = check(() => parseTimerDuration(options.finishTimeout ?? "30s", "finishTimeout"));
   const concurrency = Math.min(
     limit,
     check(() => checkInteger(options.concurrency ?? 10, "concurrency", { min: 1, max: 10_000 })),

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { type Duration, parseDuration } from "../duration.js";
+import { type Duration, parseDuration, parseTimerDuration } from "../duration.js";
 import { type Classification, ValidationError } from "../errors.js";
 import { knownFields, onlyKnownFields } from "../known-fields.js";
 import { storableString } from "../payload.js";
@@ -93,22 +93,25 @@ export function workerSettings(
     options.id === undefined
       ? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
       : storableString(options.id, "worker id");
-  const leaseMs = parseDuration(options.lease ?? "15s", "lease");
-  const heartbeatMs = parseDuration(options.heartbeat ?? Math.max(10, Math.floor(leaseMs / 3)), "heartbeat");
+  const leaseMs = parseTimerDuration(options.lease ?? "15s", "lease");
+  const heartbeatMs = parseTimerDuration(
+    options.heartbeat ?? Math.max(10, Math.floor(leaseMs / 3)),
+    "heartbeat",
+  );
   if (heartbeatMs >= leaseMs) throw new ValidationError("heartbeat must be shorter than the lease");
-  const pollMs = parseDuration(options.pollInterval ?? "2s", "pollInterval");
-  const rescueMs = parseDuration(
+  const pollMs = parseTimerDuration(options.pollInterval ?? "2s", "pollInterval");
+  const rescueMs = parseTimerDuration(
     options.rescueInterval ?? Math.max(10, Math.floor(leaseMs / 2)),
     "rescueInterval",
   );
-  const shutdownMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
+  const shutdownMs = parseTimerDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
   const batchSize = options.batchSize ?? defaultBatchSize(storeKind);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
     throw new ValidationError(`batchSize must be an integer from 1 to 10000, got ${batchSize}`);
   }
   // A bounded run (processJobs, an HTTP tick) claims exactly what it runs: no read-ahead.
-  const readAheadMs = bounded ? 0 : parseDuration(options.readAhead ?? "100ms", "readAhead");
-  const pruneMs = parseDuration(options.pruneInterval ?? "10m", "pruneInterval");
+  const readAheadMs = bounded ? 0 : parseTimerDuration(options.readAhead ?? "100ms", "readAhead");
+  const pruneMs = parseTimerDuration(options.pruneInterval ?? "10m", "pruneInterval");
   const retention = {
     completedAgeMs: parseDuration(options.retention?.completed ?? "7d", "retention.completed"),
     failedAgeMs: parseDuration(options.retention?.failed ?? "30d", "retention.failed"),

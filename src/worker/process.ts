@@ -22,7 +22,7 @@
  * process ends (the CLI calls process.exit with it). Every listener it installs is removed
  * before it resolves.
  */
-import { type Duration, parseDuration } from "../duration.js";
+import { type Duration, parseTimerDuration } from "../duration.js";
 import { toError } from "../errors.js";
 import { knownFields, onlyKnownFields } from "../known-fields.js";
 import type { Logger } from "../logger.js";
@@ -97,7 +97,7 @@ export async function runUntilSignal(
   options: RunUntilSignalOptions = {},
 ): Promise<ShutdownReport> {
   onlyKnownFields(options, RUN_UNTIL_SIGNAL_FIELDS, "runUntilSignal options");
-  const timeoutMs = parseDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
+  const timeoutMs = parseTimerDuration(options.shutdownTimeout ?? "30s", "shutdownTimeout");
   const log = options.log ?? errand.log;
   const signals = options.signals ?? ["SIGTERM", "SIGINT"];
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
-import { type Duration, parseDuration } from "../duration.js";
+import { type Duration, parseTimerDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { ClaimedJob, Store } from "../store/types.js";
@@ -276,7 +276,7 @@ export class Worker implements ProducerHost {
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
     if (!this.stopping) {
-      const timeoutMs = parseDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
+      const timeoutMs = parseTimerDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
       this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
       this.stopping = this.stopBy(this.deadline, timeoutMs);
     }
