@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import { defineJob, openErrand, silentLogger, ValidationError } from "../src/index.js";
+import { defineJob, type Errand, openErrand, silentLogger, ValidationError } from "../src/index.js";
 import { PROCESS_JOBS, run, scratch } from "./cli/helpers.js";
 
 const slowDef = (timeout: `${number}d`) =>
@@ -24,6 +24,19 @@ const slowDef = (timeout: `${number}d`) =>
     },
   });
 
+/** Runs `fn` with an errand on the memory store that knows `job`, closed afterwards. */
+async function withErrand(
+  job: ReturnType<typeof slowDef>,
+  fn: (errand: Errand) => Promise<void>,
+): Promise<void> {
+  const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs: [job] });
+  try {
+    await fn(errand);
+  } finally {
+    await errand.close();
+  }
+}
+
 const tooLong = (what: string) => (err: unknown) =>
   err instanceof ValidationError && err.message.includes(what) && /24\.8 days/.test(err.message);
 
@@ -31,8 +44,7 @@ describe("durations longer than a Node timer holds", () => {
   test("a job timeout past 24.8 days is refused at defineJob; 24 days is waited for", async () => {
     assert.throws(() => slowDef("30d"), tooLong('job "slow" timeout'));
     const slow = slowDef("24d");
-    const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs: [slow] });
-    try {
+    await withErrand(slow, async (errand) => {
       const job = await errand.enqueue(slow, { ms: 200 });
       const worker = errand.work();
       assert.equal(await errand.waitFor(job), "done");
@@ -42,15 +54,12 @@ describe("durations longer than a Node timer holds", () => {
         done?.attempts.map((a) => a.outcome),
         ["completed"],
       );
-    } finally {
-      await errand.close();
-    }
+    });
   });
 
   test("a stop timeout past 24.8 days is refused, and the worker runs on; the limit itself lets the job finish", async () => {
     const slow = slowDef("1d");
-    const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs: [slow] });
-    try {
+    await withErrand(slow, async (errand) => {
       const job = await errand.enqueue(slow, { ms: 300 });
       const worker = errand.work();
       for (let i = 0; i < 100 && (await errand.getJob(job.id))?.state !== "running"; i++) await sleep(10);
@@ -59,15 +68,12 @@ describe("durations longer than a Node timer holds", () => {
       const result = await worker.stop({ timeout: 2_147_483_647 });
       assert.equal(result.clean, true, JSON.stringify(result));
       assert.equal((await errand.getJob(job.id))?.state, "completed");
-    } finally {
-      await errand.close();
-    }
+    });
   });
 
   test("durations a timer waits are refused past 24.8 days, each by name", async () => {
     const slow = slowDef("1d");
-    const errand = await openErrand({ url: "memory:", logger: silentLogger(), jobs: [slow] });
-    try {
+    await withErrand(slow, async (errand) => {
       for (const name of [
         "lease",
         "pollInterval",
@@ -83,9 +89,7 @@ describe("durations longer than a Node timer holds", () => {
         openErrand({ url: "memory:", logger: silentLogger(), waitRecheck: "30d" }),
         tooLong("waitRecheck"),
       );
-    } finally {
-      await errand.close();
-    }
+    });
   });
 
   test("the CLI refuses such durations by flag, exit 2", async () => {

@@ -145,8 +145,17 @@ export function start(
   options: { source?: boolean; cwd?: string } = {},
 ): Running {
   const argv = options.source ? ["--import", "tsx", CLI_SOURCE, ...args] : [CLI, ...args];
+  return startNode(argv, env, options.cwd);
+}
+
+/** Starts a TypeScript script of this checkout (through tsx), its output collected as `start` does. */
+export function startScript(file: string, env: Record<string, string> = {}): Running {
+  return startNode(["--import", "tsx", join(ROOT, file)], env);
+}
+
+function startNode(argv: string[], env: Record<string, string>, cwd?: string): Running {
   const child = spawn(process.execPath, argv, {
-    cwd: options.cwd ?? ROOT,
+    cwd: cwd ?? ROOT,
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -8,12 +8,10 @@
  * rescuer to return (the lease is 60 s here, so it is still held when the test looks).
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { exitOf, inspect, PROCESS_JOBS, ROOT, scratch, start, waitFor } from "../cli/helpers.js";
+import { exitOf, inspect, PROCESS_JOBS, scratch, start, startScript, waitFor } from "../cli/helpers.js";
 import { spinHere } from "../fixtures/process-jobs.js";
 
 const SPIN_MS = 30_000;
@@ -72,40 +70,19 @@ describe("a graceful stop while a handler blocks the event loop", () => {
   test("a stop that ends in time disarms it: the process lives on past its budget", async () => {
     // runUntilSignal leaves the end of the process to its caller: the backstop must not end it
     // later. The stop's budget with a 0 s timeout is 0 + 1 + 1 + 1 s; the process lives 9 s on.
-    const { code, signal, out, err } = await runFixture("backstop-disarm.ts", { LIVE_MS: "9000" });
-    assert.equal(signal, null, `killed by ${signal}; stderr:\n${err}`);
-    assert.equal(code, 0, err);
-    assert.deepEqual(out.trim().split("\n"), ["stopped 0", "alive"]);
+    const r = await exitOf(startScript("test/fixtures/backstop-disarm.ts", { LIVE_MS: "9000" }), 60_000);
+    assert.equal(r.signal, null, `killed by ${r.signal}; stderr:\n${r.stderr}`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stdout.trim().split("\n"), ["stopped 0", "alive"]);
   });
 
   test("a stop past its budget whose event loop runs is not cut", async () => {
     // The application began the stop with a longer timeout; runUntilSignal's 0 s joins it. The
     // job sleeps 10 s: far past the backstop's 3 s budget, but the loop never stops.
-    const { code, signal, out, err } = await runFixture("backstop-slow-stop.ts", { HOLD_MS: "10000" });
-    assert.equal(signal, null, `killed by ${signal}; stderr:\n${err}`);
-    assert.equal(code, 0, err);
-    const took = Number(/^stopped 0 after (\d+) ms$/.exec(out.trim())?.[1]);
-    assert.ok(took >= 9_000, `the stop waited for the job: ${out}`);
+    const r = await exitOf(startScript("test/fixtures/backstop-slow-stop.ts", { HOLD_MS: "10000" }), 60_000);
+    assert.equal(r.signal, null, `killed by ${r.signal}; stderr:\n${r.stderr}`);
+    assert.equal(r.code, 0, r.stderr);
+    const took = Number(/^stopped 0 after (\d+) ms$/.exec(r.stdout.trim())?.[1]);
+    assert.ok(took >= 9_000, `the stop waited for the job: ${r.stdout}`);
   });
 });
-
-async function runFixture(
-  file: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/fixtures", file)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
-  return { code, signal, out, err };
-}
