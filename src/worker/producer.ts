@@ -23,7 +23,8 @@ export interface ProducerHost {
   };
   /** A bounded run's claim budget: takes up to `wanted`, gives back what was not used. */
   reserveClaims(wanted: number): number;
-  returnClaims(unused: number): void;
+  returnClaims(reserved: number, unused: number): void;
+  claimsMayComeBack(): Promise<boolean>;
   /** A bounded run past its deadline: nothing more is claimed. */
   readonly claimTimeUp: boolean;
   /**
@@ -275,7 +276,11 @@ export class Producer {
       this.signaled = false;
       let claimed: ClaimedJob[];
       const limit = this.worker.reserveClaims(Math.min(room, batchSize));
-      if (limit === 0) break; // a bounded run's budget or time is spent
+      if (limit === 0) {
+        // A bounded run's budget: what other queues' claims hold may come back; else it is spent.
+        if (await this.worker.claimsMayComeBack()) continue;
+        break;
+      }
       let retryInMs: number | null = null;
       let held = 0;
       const claimStarted = performance.now();
@@ -296,10 +301,10 @@ export class Producer {
         } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
         // Jobs came back: the queue was not paused when the claim ran, after claimStarted.
         if (claimed.length > 0) this.startWindow.confirm(claimStarted);
-        this.worker.returnClaims(limit - claimed.length);
+        this.worker.returnClaims(limit, limit - claimed.length);
         failures = 0;
       } catch (err) {
-        this.worker.returnClaims(limit);
+        this.worker.returnClaims(limit, limit);
         failures++;
         const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
         log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");

@@ -78,7 +78,9 @@ export class Worker implements ProducerHost {
     /** Internal: claim at most `limit` jobs, none after `deadline` (epoch ms), and stop claiming when nothing is due. */
     bounded?: { limit: number; deadline: number },
   ) {
-    this.bounded = bounded ? new ClaimBudget(bounded.limit, bounded.deadline) : null;
+    this.bounded = bounded
+      ? new ClaimBudget(bounded.limit, bounded.deadline, Object.keys(queues).length)
+      : null;
     this.settings = workerSettings(options, bounded !== undefined, deps.store.kind);
     this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log, this.settings.leaseMs);
@@ -164,7 +166,11 @@ export class Worker implements ProducerHost {
       timer.unref();
       this.boundedTimer = timer;
     }
-    for (const producer of this.producers) producer.start();
+    // A bounded run offers its budget to the queues from a random one on: with more queues than
+    // claims, starting at the first every time served the same queues tick after tick.
+    const n = this.producers.length;
+    const from = this.bounded ? Math.floor(Math.random() * n) : 0;
+    for (let i = 0; i < n; i++) this.producers[(from + i) % n].start();
     this.watchdog.start();
     log[this.lifecycleLevel]({ worker: this.id, queues: this.queues }, "worker started");
     return this;
@@ -249,9 +255,17 @@ export class Worker implements ProducerHost {
     return this.bounded !== null && this.bounded.msLeft === 0;
   }
 
-  /** Gives back claims reserved but not used (fewer jobs were due, or the claim failed). */
-  returnClaims(unused: number): void {
-    this.bounded?.giveBack(unused);
+  /** Settles a reservation: `unused` of its `reserved` claims go back (fewer jobs were due, or the claim failed). */
+  returnClaims(reserved: number, unused: number): void {
+    this.bounded?.settle(reserved, unused);
+  }
+
+  /**
+   * For a claim loop that got no claims from a bounded run's budget: true once another queue's
+   * claim has settled (it may have given some back), false when the budget is spent for good.
+   */
+  claimsMayComeBack(): Promise<boolean> {
+    return this.bounded ? this.bounded.changed() : Promise.resolve(false);
   }
 
   /** Jobs claimed so far by a bounded run. */

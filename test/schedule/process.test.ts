@@ -156,6 +156,71 @@ for (const target of targets) {
       );
     });
 
+    // A tick's budget is shared by its queues: a queue whose loop found the rest reserved by
+    // another queue's claim ended for good, so its due jobs were never claimed, tick after tick
+    // (limit 5 over 2 queues; the default 100 over 12), though the limit was not reached.
+    test("every queue of a tick gets its due jobs while the limit is not reached", () =>
+      withErrand(target, async (errand) => {
+        const make = (n: number) =>
+          defineJob({
+            name: `j${n}`,
+            queue: `q${String(n).padStart(2, "0")}`,
+            schema: z.object({}),
+            run: () => {},
+          });
+        const jobs = Array.from({ length: 12 }, (_, n) => make(n));
+        for (const job of jobs) errand.register(job as never);
+        await errand.enqueue(jobs[1], {});
+        const small = await errand.processJobs({ limit: 5, queues: ["q00", "q01"] });
+        assert.deepEqual({ claimed: small.claimed, stillDue: small.stillDue }, { claimed: 1, stillDue: 0 });
+        await errand.enqueue(jobs[11], {});
+        const many = await errand.processJobs();
+        assert.deepEqual({ claimed: many.claimed, stillDue: many.stillDue }, { claimed: 1, stillDue: 0 });
+        // More queues than claims: a queue offered none waits for what the empty ones give back.
+        for (const n of [11, 3, 7, 0, 9]) {
+          await errand.enqueue(jobs[n], {});
+          const tick = await errand.processJobs({ limit: 2 });
+          assert.deepEqual({ claimed: tick.claimed, stillDue: tick.stillDue }, { claimed: 1, stillDue: 0 });
+        }
+      }));
+
+    // More queues with backlogs than the limit: each tick serves some of them, never always the same.
+    test("queues with more backlog than a tick's limit are all served over a few ticks", () =>
+      withErrand(target, async (errand) => {
+        const jobs = Array.from({ length: 20 }, (_, n) =>
+          defineJob({
+            name: `b${n}`,
+            queue: `b${String(n).padStart(2, "0")}`,
+            schema: z.object({}),
+            run: () => {},
+          }),
+        );
+        for (const job of jobs) {
+          errand.register(job as never);
+          await errand.enqueueMany(
+            job,
+            Array.from({ length: 100 }, () => ({ payload: {} })),
+          );
+        }
+        // Each tick serves 5 of the 20 queues, from a random one on: a queue is left out of 60
+        // ticks with probability (3/4)^60, 3e-8. Served in order, the last 15 waited 20 ticks each.
+        const served = new Set<string>();
+        let ticks = 0;
+        while (served.size < 20 && ticks < 60) {
+          const before = await errand.stats();
+          const run = await errand.processJobs({ limit: 5 });
+          assert.equal(run.claimed, 5);
+          for (const q of await errand.stats())
+            if (q.completed > (before.find((b) => b.queue === q.queue)?.completed ?? 0)) served.add(q.queue);
+          ticks++;
+        }
+        assert.equal(
+          served.size,
+          20,
+          `after ${ticks} ticks of 5, queues served: ${[...served].sort().join(" ")}`,
+        );
+      }));
+
     test("refuses unknown queues and bad limits", () =>
       withErrand(target, async (errand) => {
         errand.register(defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} }) as never);
