@@ -3,7 +3,7 @@
  * schedules and close. The enqueue family, typed results and operator actions are the layers it
  * inherits (errand-enqueue.ts, errand-results.ts, errand-operations.ts).
  */
-import { parseTimerDuration } from "./duration.js";
+import { type Duration, parseTimerDuration } from "./duration.js";
 import { type JobOptions, prepareJob } from "./enqueue.js";
 import { ErrandEnqueue } from "./errand-enqueue.js";
 import type { JobRef, OpenErrandOptions } from "./errand-types.js";
@@ -32,6 +32,7 @@ export type {
 
 const LIST_FIELDS = knownFields("queue", "state", "name", "search", "limit", "cursor");
 const QUEUE_ONLY = knownFields("queue");
+const CLOSE_FIELDS = knownFields("timeout");
 
 /**
  * The facade a user opens: enqueue, inspect, work. The enqueue family is inherited from
@@ -43,6 +44,8 @@ export class Errand extends ErrandEnqueue {
   readonly log: Logger;
   private readonly jobs = new Map<string, AnyJobDefinition>();
   private readonly workers = new Set<Worker>();
+  /** processJobs runs in flight (their workers are in `workers` while they run). */
+  private readonly runs = new Set<Promise<ProcessJobsResult>>();
   private readonly ownsStore: boolean;
   private readonly payloadLimit: number;
   private readonly logPayloads: boolean;
@@ -52,6 +55,7 @@ export class Errand extends ErrandEnqueue {
   /** Cron schedules: defined here, synced to the store, fired by workers and ticks. */
   readonly scheduler: Scheduler = new Scheduler(this);
   private closed = false;
+  private closing: Promise<void> | null = null;
   /** Draws backoff jitter for this errand's workers when set (errand/testing: seeded). */
   private readonly random: (() => number) | undefined;
   /** The definitions as workers see them when `random` is set (workerJob). */
@@ -267,10 +271,19 @@ export class Errand extends ErrandEnqueue {
   processJobs(options: ProcessJobsOptions = {}): Promise<ProcessJobsResult> {
     try {
       this.assertOpen();
-      return processJobs(this.workerDeps(), this.queueNames, options);
     } catch (err) {
       return Promise.reject(err);
     }
+    // close() stops the run's worker like any other and waits for the run to finish its
+    // accounting: closing the store under it left its jobs `running`, later charged as lost.
+    const run = processJobs(this.workerDeps(), this.queueNames, options, (worker) => {
+      this.workers.add(worker);
+      return () => this.workers.delete(worker);
+    });
+    this.runs.add(run);
+    const forget = () => this.runs.delete(run);
+    run.then(forget, forget);
+    return run;
   }
 
   /**
@@ -303,11 +316,24 @@ export class Errand extends ErrandEnqueue {
     if (this.closed) throw new ValidationError("this errand instance is closed");
   }
 
-  /** Stops every worker gracefully, then closes the store if errand opened it. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Stops every worker gracefully — and every processJobs run (a tick) in flight: nothing more is
+   * claimed, running jobs get `timeout` (default: each worker's shutdownTimeout) to finish, then
+   * are released uncharged — waits for the runs to end, then closes the store if errand opened it.
+   */
+  async close(options: { timeout?: Duration } = {}): Promise<void> {
+    onlyKnownFields(options, CLOSE_FIELDS, "close options");
+    if (options.timeout !== undefined) parseTimerDuration(options.timeout, "timeout");
+    // A second call waits for the first (errand serve's stop and its caller both close).
+    if (this.closing) return this.closing;
     this.closed = true;
-    await Promise.all([...this.workers].map((w) => w.stop()));
+    this.closing = this.shutDown(options.timeout === undefined ? {} : { timeout: options.timeout });
+    return this.closing;
+  }
+
+  private async shutDown(stop: { timeout?: Duration }): Promise<void> {
+    await Promise.all([...this.workers].map((w) => w.stop(stop)));
+    await Promise.allSettled([...this.runs]);
     await this.closeWaiters();
     if (this.ownsStore) await this.store.close();
   }

@@ -3,7 +3,8 @@
  * http/serve-server.ts) mounting errand's Fetch handler — the tick endpoint (GET or POST
  * /api/cron/tick), and the JSON API, metrics and dashboard that share the handler.
  * At start it says what is served and what is off, and why. Stops on SIGTERM/SIGINT: no new
- * connections, requests in flight (a running tick) finish.
+ * connections; a tick in flight claims nothing more, its running jobs get --shutdown-timeout to
+ * finish and are then released uncharged, and it answers; then the store closes.
  */
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
@@ -15,6 +16,7 @@ import {
   globals,
   logStore,
   openFromOptions,
+  parseDurationOption,
   parseIntOption,
   UsageError,
 } from "./common.js";
@@ -26,10 +28,14 @@ interface ServeOptions {
   port: string;
   prefix?: string;
   allowedHost?: string[];
+  shutdownTimeout: string;
 }
 
-/** How long requests in flight may take to finish after SIGTERM before connections are cut. */
-const CLOSE_GRACE_MS = 30_000;
+/**
+ * How long past --shutdown-timeout requests in flight may take before connections are cut: a
+ * tick's released jobs are written and its answer sent within it.
+ */
+const CUT_MARGIN_MS = 5_000;
 
 export function registerServe(program: Command): void {
   program
@@ -46,6 +52,11 @@ export function registerServe(program: Command): void {
       "--allowed-host <name>",
       "a host name clients use to reach this server, e.g. jobs.example.com (repeatable; default $ERRAND_ALLOWED_HOSTS, comma-separated). Requests naming another Host get 403",
       collect,
+    )
+    .option(
+      "--shutdown-timeout <duration>",
+      "on SIGTERM, how long the jobs of a tick in flight may still run before they are released uncharged",
+      "30s",
     )
     .addHelpText(
       "after",
@@ -68,6 +79,7 @@ Examples:
 
 async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
   const port = parseIntOption(opts.port, "--port", { min: 0, max: 65_535 });
+  const shutdownMs = parseDurationOption(opts.shutdownTimeout, "--shutdown-timeout", { timer: true });
   const host = opts.host.trim();
   if (host === "") throw new UsageError("--host must not be empty");
   if (opts.prefix !== undefined && !/^\/[A-Za-z0-9._~\-/]*$/.test(opts.prefix)) {
@@ -149,23 +161,28 @@ async function serve(opts: ServeOptions, cmd: Command): Promise<number> {
   );
   log.info({ url: base, tick: `${base}${TICK_PATH}`, jobs: errand.jobNames }, "errand serve listening");
 
-  await new Promise<void>((resolve) => {
+  const closed = await new Promise<Promise<void>>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
-      log.info({ signal }, "stopping: no new connections; requests in flight finish");
-      const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+      log.info({ signal }, "stopping: no new connections; ticks in flight claim nothing more and finish");
+      // At once, not after the server closed: a tick in flight stops claiming, its running jobs
+      // get the timeout, then are released uncharged, and it answers. Closing after the server
+      // closed the store under a tick that outlived the grace: its job stayed `running`, later
+      // charged as lost (test/cli/serve-stop.test.ts).
+      const closing = errand.close({ timeout: shutdownMs });
+      const cut = setTimeout(() => server.closeAllConnections(), shutdownMs + CUT_MARGIN_MS);
       cut.unref();
       server.close(() => {
         clearTimeout(cut);
-        resolve();
+        resolve(closing);
       });
       server.closeIdleConnections();
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   });
-  await errand.close();
+  await closed;
   log.info("errand serve stopped");
   return 0;
 }

@@ -97,6 +97,8 @@ export async function processJobs(
   deps: Deps,
   knownQueues: string[],
   options: ProcessJobsOptions = {},
+  /** Told of the run's worker before it claims (Errand.close stops it); the returned function when it is done. */
+  track: (worker: Worker) => () => void = () => () => {},
 ): Promise<ProcessJobsResult> {
   const started = Date.now();
   const check = <T>(fn: () => T): T => {
@@ -156,9 +158,15 @@ export async function processJobs(
       deps.log.warn({ err }, `${what} failed; the next run tries again`);
     }
   };
-  await housekeeping(() => worker.rescue(), "rescuing expired leases");
-  worker.start();
-  const stop = await worker.settle(finishMs);
+  const untrack = track(worker);
+  let stop: Awaited<ReturnType<Worker["settle"]>>;
+  try {
+    await housekeeping(() => worker.rescue(), "rescuing expired leases");
+    worker.start();
+    stop = await worker.settle(finishMs);
+  } finally {
+    untrack();
+  }
   await housekeeping(() => worker.prune(), "pruning finished jobs");
   const { counts } = events;
   return {

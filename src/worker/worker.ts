@@ -68,6 +68,8 @@ export class Worker implements ProducerHost {
   private readonly heartbeat: Heartbeat;
   /** Set by stop(): the hard limit every wait of the stop is raced against. */
   private deadline: Deadline | null = null;
+  /** When a stop aborts the jobs still running and releases them (its timeout). */
+  private grace: Deadline | null = null;
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
   private readonly bounded: ClaimBudget | null;
 
@@ -289,10 +291,16 @@ export class Worker implements ProducerHost {
    * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
+    const timeoutMs = parseTimerDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
     if (!this.stopping) {
-      const timeoutMs = parseTimerDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
+      this.grace = new Deadline(timeoutMs);
       this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
       this.stopping = this.stopBy(this.deadline, timeoutMs);
+    } else if (options.timeout !== undefined) {
+      // A stop under way with a longer timeout (a bounded run's own end: its finish timeout)
+      // ends by this one's: errand.close({ timeout }) on SIGTERM of errand serve.
+      this.grace?.shorten(timeoutMs);
+      this.deadline?.shorten(timeoutMs + FINAL_WRITE_MS);
     }
     return this.stopping;
   }
@@ -352,19 +360,17 @@ export class Worker implements ProducerHost {
     for (const producer of this.producers) producer.wake();
     // The timeout counts from the stop: a claim the store holds (a lock, a dead connection) must
     // not postpone it.
-    let deadline: NodeJS.Timeout | undefined;
-    const drained = await Promise.race([
-      (async () => {
-        await Promise.all(this.producers.map((r) => r.stopped));
-        await returnBuffered(this.producers, this.deps.store, this.deps.log);
-        await this.allSettled();
-        return true;
-      })(),
-      new Promise<false>((resolve) => {
-        deadline = setTimeout(() => resolve(false), timeoutMs);
-      }),
-    ]);
-    clearTimeout(deadline);
+    const grace = this.grace ?? new Deadline(timeoutMs);
+    const drained =
+      (await grace.race(
+        (async () => {
+          await Promise.all(this.producers.map((r) => r.stopped));
+          await returnBuffered(this.producers, this.deps.store, this.deps.log);
+          await this.allSettled();
+          return true;
+        })(),
+      )) === true;
+    grace.cancel();
     let released = 0;
     if (!drained) {
       released = this.jobs.active.size;

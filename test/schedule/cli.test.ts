@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { openErrand, silentLogger } from "../../src/index.js";
 import type { AnyJobDefinition } from "../../src/job.js";
-import { greet } from "./fixtures/jobs.js";
+import { greet, linger } from "./fixtures/jobs.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI = join(ROOT, "src/cli/main.ts");
@@ -217,6 +217,66 @@ describe("errand serve", () => {
       assert.equal(result.code, 0, result.stderr);
     } finally {
       proc.child.kill("SIGKILL");
+    }
+  });
+
+  // Before: serve closed its store only after the server had closed, which waited (30 s at most)
+  // for the tick, itself allowed 10 s of claiming and 30 s of finishing: the tick's job stayed
+  // `running` in a closed store, charged as lost by the next tick.
+  test("SIGTERM during a tick: it claims nothing more, its jobs finish or are released uncharged, and it answers", {
+    timeout: 60_000,
+  }, async () => {
+    const file = join(dir, "serve-stop.db");
+    const errand = await openErrand({
+      url: file,
+      logger: silentLogger(),
+      jobs: [linger as unknown as AnyJobDefinition],
+    });
+    const short = await errand.enqueue(linger, { ms: 500 });
+    const long = await errand.enqueue(linger, { ms: 60_000 });
+    const proc = start(["--url", file, "serve", "--jobs", JOBS, "--port", "0", "--shutdown-timeout", "1s"], {
+      CRON_SECRET: "serve-secret",
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!/errand serving on (\S+)/.test(proc.out())) {
+        if (Date.now() > deadline) throw new Error(`serve did not start: ${proc.out()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const base = /errand serving on (\S+)/.exec(proc.out())?.[1] ?? "";
+      const tick = fetch(`${base}/api/cron/tick`, {
+        method: "POST",
+        headers: { authorization: "Bearer serve-secret" },
+      });
+      while ((await errand.getJob(long.id))?.state !== "running") {
+        if (Date.now() > deadline) throw new Error("the tick did not start the job");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const signalled = Date.now();
+      proc.child.kill("SIGTERM");
+      const answer = await tick;
+      assert.equal(answer.status, 200);
+      const summary = (await answer.json()) as { completed: number; released: number };
+      assert.deepEqual(
+        { completed: summary.completed, released: summary.released },
+        { completed: 1, released: 1 },
+      );
+      const result = await Promise.race([
+        proc.done,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("serve did not stop")), 20_000)),
+      ]);
+      assert.equal(result.code, 0, result.stderr);
+      assert.ok(Date.now() - signalled < 10_000, `serve took ${Date.now() - signalled} ms to stop`);
+      assert.equal((await errand.getJob(short.id))?.state, "completed");
+      const released = await errand.getJob(long.id);
+      assert.equal(released?.state, "pending");
+      assert.deepEqual(
+        released?.attempts.map((a) => a.outcome),
+        ["interrupted"],
+      );
+    } finally {
+      proc.child.kill("SIGKILL");
+      await errand.close();
     }
   });
 

@@ -103,6 +103,57 @@ for (const target of targets) {
         assert.equal(after?.attempts.at(-1)?.outcome, "interrupted");
       }));
 
+    // errand serve closes its errand on SIGTERM: close() closed the store under a tick in flight,
+    // so its job's outcome could not be written (left running, later charged as lost) and the
+    // run failed on the closed store.
+    test("close() during a run stops it like a worker: its jobs finish or are released, then the store closes", () =>
+      withErrand(target, async (errand) => {
+        let started = 0;
+        const slow = defineJob({
+          name: "slow",
+          queue: "q",
+          schema: z.object({ ms: z.number() }),
+          run: (p, ctx) =>
+            new Promise<void>((resolve, reject) => {
+              started++;
+              const timer = setTimeout(resolve, p.ms);
+              ctx.signal.addEventListener("abort", () => {
+                clearTimeout(timer);
+                reject(ctx.signal.reason);
+              });
+            }),
+        });
+        await errand.enqueue(slow, { ms: 300 });
+        await errand.enqueue(slow, { ms: 60_000 });
+        const run = errand.processJobs({ timeBudget: "20s" });
+        const deadline = Date.now() + 10_000;
+        while (started < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        assert.equal(started, 2);
+        await errand.close({ timeout: "1s" });
+        const result = await run;
+        assert.deepEqual(
+          {
+            claimed: result.claimed,
+            completed: result.completed,
+            released: result.released,
+            stillDue: result.stillDue,
+          },
+          { claimed: 2, completed: 1, released: 1, stillDue: 1 },
+        );
+      }));
+
+    test("close() refuses a bad timeout and leaves the errand open", () =>
+      withErrand(target, async (errand) => {
+        // @ts-expect-error: "soon" is no Duration (a compile error); the run-time check is under test
+        await assert.rejects(errand.close({ timeout: "soon" }), /timeout/);
+        await assert.rejects(errand.close({ timeout: "30d" }), /timeout must be at most/);
+        // @ts-expect-error: an unknown field (a compile error); the run-time check is under test
+        await assert.rejects(errand.close({ timeuot: "1s" }), /timeuot/);
+        const job = defineJob({ name: "a", queue: "q", schema: z.object({}), run: () => {} });
+        const { id } = await errand.enqueue(job, {});
+        assert.equal((await errand.getJob(id))?.state, "pending", "still open");
+      }));
+
     test("ends at its deadline even when every slot holds a job that does not finish", () =>
       withErrand(target, async (errand) => {
         // As many due jobs as slots: the claim loop found no free slot and used to wait for one
