@@ -74,14 +74,29 @@ export function limitsForLease(leaseMs: number): ConnectionLimits {
 
 const KEEPALIVE_IDLE_MS = 5_000;
 
-/** A pool errand owns: keepalive, connect and statement timeouts from `limits`. */
+/**
+ * Session settings errand's SQL and node-postgres rely on, set on each connection of a pool
+ * errand owns, whatever the database's or role's defaults (ALTER DATABASE/ROLE … SET):
+ * - DateStyle ISO: node-postgres parses only ISO dates; under 'SQL, DMY' or 'German' every
+ *   timestamp read as 1970-01-01 or null (now(), run times, unique windows, debounces);
+ * - extra_float_digits 1 (the default since PostgreSQL 12): epoch milliseconds read as float8
+ *   keep every digit; at -15 a `unique: { for: "24h" }` window let duplicates in;
+ * - read committed: each statement sees what committed before it (the claim and migration locks
+ *   count on it); under serializable, keyed enqueues failed with 40001 and concurrent opens failed.
+ * Sent with SET, not as a startup `options` parameter, which PgBouncer refuses by default.
+ * test/postgres-store/session-settings.test.ts.
+ */
+const SESSION_SETTINGS =
+  "SET DateStyle = 'ISO, MDY'; SET extra_float_digits = 1; SET default_transaction_isolation = 'read committed'";
+
+/** A pool errand owns: keepalive, connect and statement timeouts from `limits`, pinned session settings. */
 export function createPool(options: {
   url: string;
   schema: string;
   max: number;
   limits: ConnectionLimits;
 }): pg.Pool {
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max,
     application_name: `errand:${options.schema}`,
@@ -93,6 +108,12 @@ export function createPool(options: {
     query_timeout: options.limits.queryMs,
     idleTimeoutMillis: 30_000,
   });
+  // Queued on the new client before the statement it was opened for (a client runs its
+  // queries in order); a failure reaches that statement as a broken connection would.
+  pool.on("connect", (client) => {
+    client.query(SESSION_SETTINGS).catch(() => {});
+  });
+  return pool;
 }
 
 /** Options of the dedicated LISTEN connection (notifier.ts). */
@@ -139,7 +160,9 @@ export function isReadTimeout(err: unknown): boolean {
  * round trip. `statementMs` 0 means none (migrations).
  */
 export function beginStatement(limits: ConnectionLimits, statementMs = limits.statementMs): string {
-  return `BEGIN; SET LOCAL statement_timeout = ${Math.floor(statementMs)}; SET LOCAL idle_in_transaction_session_timeout = ${Math.floor(limits.idleInTransactionMs)}`;
+  // Read committed whatever the session's default (a pool the application passed in): the
+  // migration lock, then the read of the applied versions, must see what committed meanwhile.
+  return `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout = ${Math.floor(statementMs)}; SET LOCAL idle_in_transaction_session_timeout = ${Math.floor(limits.idleInTransactionMs)}`;
 }
 
 /**
@@ -270,13 +293,22 @@ export interface Queryable {
   query(config: pg.QueryConfig): Promise<pg.QueryResult>;
 }
 
-/** Runs `fn` again (up to 3 times) when Postgres aborted it to break a deadlock (40P01). */
-export async function retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * What Postgres aborts a statement for when another transaction holds what it needs, nothing of
+ * it kept: a deadlock broken (40P01), a serialization failure (40001: a pool the application
+ * passed in whose default isolation is stricter), a lock wait past a role's lock_timeout (55P03:
+ * two processes enqueueing one key under lock_timeout 10ms).
+ */
+const ABORTED_BY_OTHERS = new Set(["40P01", "40001", "55P03"]);
+
+/** Runs `fn` again (up to 5 times, 5 ms doubling between) when Postgres aborted it for another transaction. */
+export async function retryWhenAborted<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
-      if ((err as { code?: string }).code !== "40P01" || attempt >= 3) throw err;
+      if (!ABORTED_BY_OTHERS.has((err as { code?: string }).code ?? "") || attempt >= 5) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
     }
   }
 }

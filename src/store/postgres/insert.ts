@@ -7,7 +7,7 @@ import type { JobRecord } from "../../job.js";
 import { newJobRecord } from "../common.js";
 import { needsDependencyPlan } from "../dependency-plan.js";
 import type { InsertResult, NewJob, TxHandle } from "../types.js";
-import { asClient, type Queryable, retryOnDeadlock, SLOW_MS } from "./connection.js";
+import { asClient, type Queryable, retryWhenAborted, SLOW_MS } from "./connection.js";
 import type { Db } from "./db.js";
 import { lockDependencies, writeDependencies } from "./dependencies.js";
 import { setFlowKeys } from "./flow.js";
@@ -83,7 +83,7 @@ export async function insertJobs(
     if (flowKeyed) await setFlowKeys(db, client, jobs, results);
     if (existing) await writeDependencies(db, client, jobs, results, existing);
   } else if (flowKeyed || linked) {
-    results = await retryOnDeadlock(
+    results = await retryWhenAborted(
       async () =>
         (await db.transaction(async (c) => {
           const existing = linked ? await lockDependencies(db, c, jobs) : null;
@@ -97,7 +97,7 @@ export async function insertJobs(
     // Several chunks can still deadlock with another multi-chunk insert of the same keys in
     // another order (each statement is ordered, the transaction is not): Postgres aborts one,
     // which is retried here, as nothing of it was stored.
-    results = await retryOnDeadlock(async () =>
+    results = await retryWhenAborted(async () =>
       chunks.length === 1
         ? insertOn(db, db.pool, jobs, payloads, chunks, true)
         : ((await db.transaction(
@@ -156,7 +156,7 @@ async function insertWithScopedKeys(
     return results;
   };
   if (client) return run(client);
-  return retryOnDeadlock(async () => (await db.transaction(run, SLOW_MS)) as InsertResult[]);
+  return retryWhenAborted(async () => (await db.transaction(run, SLOW_MS)) as InsertResult[]);
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

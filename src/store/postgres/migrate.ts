@@ -23,6 +23,9 @@ export async function migrate(db: Db, options: { mustExist?: boolean } = {}): Pr
   }
   // No statement_timeout: a migration may rewrite a big table (connection.ts UNBOUNDED_MS).
   await db.transaction(async (client) => {
+    // The lock waits for the process migrating before this one, however long: a role's
+    // lock_timeout (10 ms) failed 2 of 3 processes opening at once.
+    await client.query("SET LOCAL lock_timeout = 0");
     await client.query(
       timed({ text: db.sql.MIGRATE_LOCK, values: [`errand.migrate:${db.schema}`] }, UNBOUNDED_MS),
     );
