@@ -150,7 +150,8 @@ export class Completer {
         else {
           lastErr = err;
           doubtful.push(b);
-          (isStoreBusy(err) ? busy : unexplained).push(b);
+          // A full disk only waits: that a small write fits says nothing about this one.
+          if (!isDiskFull(err)) (isStoreBusy(err) ? busy : unexplained).push(b);
           // Nothing written and the errors say nothing about the data: the store is down, do not
           // spend a timeout on each of up to MAX_BATCH outcomes.
           if (wrote === 0 && doubtful.length >= 3) break;
@@ -307,6 +308,17 @@ export function isUnstorable(err: unknown): boolean {
  * 57 (statement timeout, shutdown), 58 (system), and 55P03/55006 (lock not available, object in
  * use); errand's and node-postgres's own timeouts; network errors.
  */
+/**
+ * The disk is full (SQLite's SQLITE_FULL, PostgreSQL's disk_full 53100): an outcome that does not
+ * fit waits for space, never taken for a refusal. The lease extension that tells a refusal from
+ * a busy store writes in place and fits when a 900 KB result does not: a completed job was
+ * recorded failed, its result lost (test/reliability/disk-full.test.ts).
+ */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (code.startsWith("SQLITE_FULL") || code === "53100");
+}
+
 export function isStoreBusy(err: unknown): boolean {
   try {
     const { code, message } = err as { code?: unknown; message?: unknown };
