@@ -8,6 +8,7 @@ import { storableJson, storableString } from "../payload.js";
 import type { ClaimedJob, Store, TxHandle } from "../store/types.js";
 import { JobAbort, SnoozeSignal } from "./abort.js";
 import { capturingLogger, JobLogBuffer } from "./job-log.js";
+import { waitingForStore } from "./store-waits.js";
 
 /**
  * A job this worker runs: its lease, its abort state, and the context its handler receives.
@@ -141,7 +142,7 @@ export class ActiveJob implements JobContext {
     // where another key's entry made this job skip an effect it never ran.
     storableString(key, "ctx.once key");
     const entry = { key, jobId: this.claimed.id, global: onceScope(options) === "global" };
-    const seen = await this.deps.store.ledgerGet(entry);
+    const seen = await waitingForStore(() => this.deps.store.ledgerGet(entry), this, "ctx.once", READ_TRIES);
     if (seen.found) {
       this.workerLog.debug({ key, global: entry.global }, "side effect already done; skipped");
       return seen.value as T;
@@ -151,7 +152,12 @@ export class ActiveJob implements JobContext {
     // refused a NUL, after the effect ran), and the job fails without a ledger entry.
     if (value !== undefined)
       storableJson(value, this.deps.payloadLimit, `ctx.once value for key ${JSON.stringify(key)}`);
-    await this.deps.store.ledgerPut(entry, value === undefined ? null : value);
+    // The effect ran: its entry is worth waiting for until the job is aborted.
+    await waitingForStore(
+      () => this.deps.store.ledgerPut(entry, value === undefined ? null : value),
+      this,
+      "ctx.once: recording the effect",
+    );
     return value;
   }
 
@@ -160,9 +166,12 @@ export class ActiveJob implements JobContext {
       throw new RangeError(`progress must be a number from 0 to 1, got ${fraction}`);
     }
     if (message !== undefined) storableJson(message, this.deps.payloadLimit, "progress message");
-    await this.deps.store.setProgress(
-      this.lease,
-      message === undefined ? { fraction } : { fraction, message },
+    const progress = message === undefined ? { fraction } : { fraction, message };
+    await waitingForStore(
+      () => this.deps.store.setProgress(this.lease, progress),
+      this,
+      "ctx.progress",
+      READ_TRIES,
     );
   }
 
@@ -174,8 +183,13 @@ export class ActiveJob implements JobContext {
       checkResult(value, limit);
       return value;
     };
-    const done = await this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked, () =>
-      this.logLines(),
+    // Nothing of a transaction the store could not begin or commit is kept: `fn` runs again.
+    const done = await waitingForStore(
+      () =>
+        this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked, () => this.logLines()),
+      this,
+      "ctx.completeInTransaction",
+      TRANSACTION_TRIES,
     );
     if (!done.applied) {
       throw new JobAbort(
@@ -189,6 +203,10 @@ export class ActiveJob implements JobContext {
 }
 
 const ONCE_FIELDS = knownFields("scope");
+/** Tries of a read or a progress note while the store is busy (about 25 s of waits, plus SQLite's busy_timeout each). */
+const READ_TRIES = 16;
+/** Tries of a transaction while the store is busy: `fn` runs each time. */
+const TRANSACTION_TRIES = 8;
 
 /** The scope of a ctx.once call; a ValidationError (it fails the job at once) for anything else. */
 function onceScope(options: OnceOptions | undefined): "job" | "global" {

@@ -54,7 +54,7 @@ test("a completed job whose result does not fit on a full disk waits for space a
     await waitFor(async () => (await errand.getJob(id))?.state !== "running", "the job to end", 20_000);
     const record = await errand.getJob(id);
     assert.equal(record?.state, "completed", record?.lastError ?? "");
-    assert.equal((record?.result as string).length, 900 * 1024);
+    assert.equal(String(record?.result ?? "").length, 900 * 1024);
     await worker.stop();
   } finally {
     await errand.close();
