@@ -323,16 +323,18 @@ export class Errand extends ErrandEnqueue {
    */
   async close(options: { timeout?: Duration } = {}): Promise<void> {
     onlyKnownFields(options, CLOSE_FIELDS, "close options");
-    if (options.timeout !== undefined) parseTimerDuration(options.timeout, "timeout");
+    const timeoutMs = options.timeout === undefined ? null : parseTimerDuration(options.timeout, "timeout");
     // A second call waits for the first (errand serve's stop and its caller both close).
     if (this.closing) return this.closing;
     this.closed = true;
-    this.closing = this.shutDown(options.timeout === undefined ? {} : { timeout: options.timeout });
+    this.closing = this.shutDown(timeoutMs);
     return this.closing;
   }
 
-  private async shutDown(stop: { timeout?: Duration }): Promise<void> {
-    await Promise.all([...this.workers].map((w) => w.stop(stop)));
+  private async shutDown(timeoutMs: number | null): Promise<void> {
+    await Promise.all(
+      [...this.workers].map((w) => (timeoutMs === null ? w.stop() : w.stopWithin(timeoutMs))),
+    );
     await Promise.allSettled([...this.runs]);
     await this.closeWaiters();
     if (this.ownsStore) await this.store.close();

@@ -1,7 +1,5 @@
-/** Small response helpers shared by the route modules. */
-export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers },
-  });
-}
+/**
+ * The JSON answer of the route modules: security.ts's, with the security headers every answer
+ * carries — a 404 and the tick's answers had none before (a helper's scan of every response).
+ */
+export { jsonResponse as json } from "./security.js";

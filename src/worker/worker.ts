@@ -291,17 +291,24 @@ export class Worker implements ProducerHost {
    * signals and return them to pending (the attempt is recorded, not charged). Idempotent.
    */
   stop(options: { timeout?: Duration } = {}): Promise<StopResult> {
-    const timeoutMs = parseTimerDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
     if (!this.stopping) {
+      const timeoutMs = parseTimerDuration(options.timeout ?? this.settings.shutdownMs, "timeout");
       this.grace = new Deadline(timeoutMs);
       this.deadline = new Deadline(timeoutMs + FINAL_WRITE_MS);
       this.stopping = this.stopBy(this.deadline, timeoutMs);
-    } else if (options.timeout !== undefined) {
-      // A stop under way with a longer timeout (a bounded run's own end: its finish timeout)
-      // ends by this one's: errand.close({ timeout }) on SIGTERM of errand serve.
-      this.grace?.shorten(timeoutMs);
-      this.deadline?.shorten(timeoutMs + FINAL_WRITE_MS);
     }
+    return this.stopping;
+  }
+
+  /**
+   * A stop that ends within `timeoutMs`: begins one, or brings a stop under way with a longer
+   * timeout closer (a bounded run's own end, with its finish timeout). For errand.close({ timeout })
+   * — errand serve's SIGTERM — where stop() would join the longer stop.
+   */
+  stopWithin(timeoutMs: number): Promise<StopResult> {
+    if (!this.stopping) return this.stop({ timeout: timeoutMs });
+    this.grace?.shorten(timeoutMs);
+    this.deadline?.shorten(timeoutMs + FINAL_WRITE_MS);
     return this.stopping;
   }
 

@@ -194,6 +194,15 @@ describe("dashboard in Chromium", { skip }, () => {
     assert.equal((await errand.stats()).find((s) => s.queue === "webhooks")?.failed, 0);
   });
 
+  // A link cut or mangled on its way (a chat client, an e-mail) threw "URI malformed" and left
+  // the previous view showing (a helper's find).
+  test("a malformed link names the missing job instead of throwing", async () => {
+    await page.goto(`${base}/#/jobs/%E0%A4%A`);
+    await page.waitForSelector(".empty >> text=No job #");
+    await page.goto(`${base}/#/jobs/%`);
+    await page.waitForSelector(".empty >> text=No job #%");
+  });
+
   test("no page broke its own Content-Security-Policy or threw", () => {
     assert.deepEqual(cspViolations, []);
   });

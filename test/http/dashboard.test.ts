@@ -73,6 +73,10 @@ describe("dashboard", () => {
       await call(h.handler, "/", { bearer: null, headers: { cookie: session } }),
       await call(h.handler, "/assets/app.js", { bearer: null }),
       await call(h.handler, "/api/stats"),
+      // Answers outside the dashboard's own routes had none (a helper's scan): a path nobody
+      // serves, and the tick endpoint (off here: 503).
+      await call(h.handler, "/nowhere", { bearer: null }),
+      await call(h.handler, "/api/cron/tick", { bearer: null, method: "POST" }),
     ];
     for (const response of responses) {
       const csp = response.headers.get("content-security-policy") ?? "";

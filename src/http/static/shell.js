@@ -50,7 +50,17 @@ export function buildShell() {
 export function parseHash() {
   const raw = window.location.hash.replace(/^#\/?/, "");
   const [pathPart, query = ""] = raw.split("?");
-  const segments = pathPart.split("/").filter(Boolean).map(decodeURIComponent);
+  // A link mangled on its way (`%E0%A4%A`, a lone `%`) keeps its text: decodeURIComponent threw.
+  const segments = pathPart
+    .split("/")
+    .filter(Boolean)
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
   return { segments, params: new URLSearchParams(query) };
 }
 
