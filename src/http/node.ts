@@ -37,6 +37,10 @@ export function toNodeHandler(handler: FetchHandler) {
       const request = new Request(url, { method, headers, body, duplex: "half" } as RequestInit);
       const response = await handler(request);
       res.statusCode = response.status;
+      // Answered before the body was read through (a 413 over the limit, a 401): the rest of it
+      // is still on the connection, half-read by the web stream, and the client's next request
+      // there was reset (ECONNRESET). Close it instead; the client opens a new one.
+      if (hasBody && !req.complete) res.setHeader("connection", "close");
       for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
       const cookies = response.headers.getSetCookie(); // each cookie its own header line
       if (cookies.length > 0) res.setHeader("set-cookie", cookies);
