@@ -20,7 +20,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { z } from "zod";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
-import { freshSchema, postgresUrl, skipUnlessPostgres } from "../helpers/postgres.js";
+import { freshSchema, postgresUrl, skipUnlessPostgres, withClient } from "../helpers/postgres.js";
 
 const skip = await skipUnlessPostgres();
 
@@ -109,3 +109,31 @@ for (const settings of [
     }
   });
 }
+
+// A database made with another encoding: LATIN1 refused the migrations' own text ("character
+// with byte sequence 0xe2 0x80 0x94 … has no equivalent"), WIN1252 took them and then failed a
+// completed job whose log line held an emoji (recorded failed, its result lost). Refused at open,
+// naming the encoding and what to do.
+test("a database whose encoding is not UTF8 is refused at open, by name", { skip }, async () => {
+  const name = `errand_latin1_${process.pid}`;
+  await withClient((c) => c.query(`DROP DATABASE IF EXISTS ${name}`));
+  await withClient((c) =>
+    c.query(`CREATE DATABASE ${name} ENCODING 'LATIN1' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'`),
+  );
+  try {
+    const url = new URL(postgresUrl());
+    url.pathname = `/${name}`;
+    await assert.rejects(
+      openErrand({ url: url.toString(), logger: silentLogger(), jobs: [note] }),
+      (err: Error) => err.name === "ValidationError" && /encoding LATIN1.*UTF8/.test(err.message),
+    );
+    const tables = await withClient(
+      (c) =>
+        c.query("SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = 'errand'"),
+      { url: url.toString() },
+    );
+    assert.equal(tables.rows[0].n, 0, "nothing created");
+  } finally {
+    await withClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  }
+});

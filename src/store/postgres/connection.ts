@@ -96,7 +96,7 @@ export function createPool(options: {
   max: number;
   limits: ConnectionLimits;
 }): pg.Pool {
-  const pool = new pg.Pool({
+  return new pg.Pool({
     connectionString: options.url,
     max: options.max,
     application_name: `errand:${options.schema}`,
@@ -107,13 +107,15 @@ export function createPool(options: {
     // completeInTransaction, BEGIN and COMMIT.
     query_timeout: options.limits.queryMs,
     idleTimeoutMillis: 30_000,
+    // Before the new connection is handed out (a failure fails the checkout, as a refused
+    // connection would); a query sent from the "connect" event overlapped the caller's first.
+    verify: (client, done) => {
+      client.query(SESSION_SETTINGS).then(
+        () => done(),
+        (err: Error) => done(err),
+      );
+    },
   });
-  // Queued on the new client before the statement it was opened for (a client runs its
-  // queries in order); a failure reaches that statement as a broken connection would.
-  pool.on("connect", (client) => {
-    client.query(SESSION_SETTINGS).catch(() => {});
-  });
-  return pool;
 }
 
 /** Options of the dedicated LISTEN connection (notifier.ts). */

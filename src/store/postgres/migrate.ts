@@ -9,7 +9,25 @@ import { LATEST_VERSION, MIGRATIONS } from "./migrations.js";
 import * as Q from "./queries.js";
 import type { Row } from "./rows.js";
 
+/**
+ * Encodings that hold what errand stores: UTF8, and SQL_ASCII (bytes kept as sent, read back
+ * identical). Any other refused a character somewhere: LATIN1 the migrations' own text, WIN1252
+ * an emoji in a job's log line, which failed the completed job (a helper's find).
+ */
+const ENCODINGS = new Set(["UTF8", "SQL_ASCII"]);
+
+async function checkEncoding(db: Db): Promise<void> {
+  const { rows } = await db.pool.query({ text: db.sql.MIGRATE_ENCODING });
+  const { encoding, database } = rows[0] as Row;
+  if (!ENCODINGS.has(String(encoding))) {
+    throw new ValidationError(
+      `database "${database}" has encoding ${encoding}, which cannot hold every character a payload, key or log line may carry: errand needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)`,
+    );
+  }
+}
+
 export async function migrate(db: Db, options: { mustExist?: boolean } = {}): Promise<void> {
+  await checkEncoding(db);
   // Fast path: a schema already at this version needs no lock (many processes start at once).
   const current = await appliedMigrations(db, db.pool).catch(() => null);
   if (options.mustExist && current === null && (await appliedMigrations(db, db.pool)) === null) {

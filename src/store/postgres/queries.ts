@@ -99,5 +99,8 @@ CREATE TABLE IF NOT EXISTS {{schema}}.migrations (
 
 export const MIGRATE_VERSIONS = "SELECT version, breaking FROM {{schema}}.migrations ORDER BY version";
 
+export const MIGRATE_ENCODING =
+  "SELECT current_setting('server_encoding') AS encoding, current_database() AS database";
+
 export const MIGRATE_RECORD =
   "INSERT INTO {{schema}}.migrations (version, name, breaking) VALUES ($1, $2, $3)";
