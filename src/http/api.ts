@@ -28,6 +28,7 @@ import type { QueueStats } from "../store/types.js";
 import { bulkJobs, countJobs, deadLetterGroups, resumeLimits, timings } from "./api-operate.js";
 import { bad, checkNameParam, durationParam, HttpError, query } from "./api-params.js";
 import { BodyError, readJsonObject } from "./body.js";
+import { listJobsWithin } from "./page-budget.js";
 import { guard, jsonResponse } from "./security.js";
 import type { RouteContext } from "./types.js";
 
@@ -186,7 +187,7 @@ async function listJobs(_request: Request, ctx: RouteContext): Promise<Response>
   if (cursor !== undefined && !/^\d{1,18}$/.test(cursor)) {
     throw bad(`invalid cursor ${JSON.stringify(cursor)}: pass nextCursor from the previous page`);
   }
-  const page = await ctx.errand.listJobs({
+  const page = await listJobsWithin(ctx.errand, {
     queue: checkNameParam(params.get("queue"), "queue"),
     name: checkNameParam(params.get("name"), "job"),
     state: state as JobState | undefined,
