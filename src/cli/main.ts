@@ -78,6 +78,14 @@ Quick start:
   return program;
 }
 
+/** The code of an error the store gave (SQLite's SQLITE_…, a PostgreSQL SQLSTATE), else null. */
+function storeErrorCode(err: unknown): string | null {
+  if (!(err instanceof Error)) return null;
+  const code = (err as { code?: unknown }).code;
+  // SQLSTATE classes never begin with E, which errno codes (EPERM, EBUSY) do.
+  return typeof code === "string" && /^(SQLITE_[A-Z_]+|[0-9A-DF-Z][0-9A-Z]{4})$/.test(code) ? code : null;
+}
+
 export async function main(argv: string[] = process.argv): Promise<number> {
   const program = buildProgram();
   try {
@@ -95,6 +103,13 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       say(`errand: ${(err as Error).message}`);
       if (debug && err instanceof Error && err.stack) say(err.stack);
       return (err as { exitCode?: number }).exitCode ?? 1;
+    }
+    const storeCode = storeErrorCode(err);
+    if (storeCode !== null) {
+      // The store answered (a lock, a full disk, a dropped table): its words, not our stack.
+      say(`errand: the store failed: ${(err as Error).message} (${storeCode})`);
+      if (debug && (err as Error).stack) say((err as Error).stack as string);
+      return 1;
     }
     say(`errand: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     return 1;
