@@ -28,6 +28,7 @@ const HTTP_FIELDS = knownFields(
   "queues",
   "tickLimit",
   "tickTimeBudget",
+  "tickFinishTimeout",
   "metricsPublic",
 );
 

@@ -103,7 +103,7 @@ function authorized(request: Request, secret: string): boolean {
 async function serveTick(
   request: Request,
   errand: Errand,
-  options: TickHandlerOptions,
+  options: TickHandlerOptions & Pick<HttpOptions, "tickFinishTimeout">,
   url: URL,
 ): Promise<Response> {
   if (request.method !== "POST" && request.method !== "GET") {
@@ -158,7 +158,7 @@ async function serveTick(
     limit,
     timeBudget: options.tickTimeBudget ?? 10_000,
     queues: options.queues,
-    finishTimeout: options.finishTimeout,
+    finishTimeout: options.finishTimeout ?? options.tickFinishTimeout,
     beforeProcess: options.beforeProcess,
   });
   return json(200, summary);

@@ -19,6 +19,11 @@ export interface HttpOptions {
   tickLimit?: { default?: number; max?: number };
   /** Time budget of one tick's processing. Default 10s. */
   tickTimeBudget?: number;
+  /**
+   * How long jobs still running when a tick's budget is spent may go on before they are
+   * released (uncharged). Default 30s: keep budget plus this under the platform's request limit.
+   */
+  tickFinishTimeout?: number;
   /** Serve GET /metrics without the dashboard token (e.g. only reachable from the Prometheus network). Default false. */
   metricsPublic?: boolean;
 }
