@@ -18,7 +18,7 @@ import { test } from "node:test";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import { defineJob, type Errand, openErrand, silentLogger } from "../../src/index.js";
-import type { AnyJobDefinition } from "../../src/job.js";
+import type { AnyJobDefinition, JobRecord } from "../../src/job.js";
 import { SqliteStore } from "../../src/store/sqlite/store.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -50,6 +50,22 @@ async function withLockedFile<J extends AnyJobDefinition>(
   }
 }
 
+/** Enqueues `job`, works its queue until the job ends, and answers its record. */
+async function runToEnd(errand: Errand, job: AnyJobDefinition): Promise<JobRecord | null> {
+  const { id } = await errand.enqueue(job, {});
+  const worker = errand.work([job.queue], { lease: "10s" });
+  try {
+    await waitFor(
+      async () => !["pending", "running"].includes((await errand.getJob(id))?.state ?? "pending"),
+      "the job to end",
+      20_000,
+    );
+    return await errand.getJob(id);
+  } finally {
+    await worker.stop();
+  }
+}
+
 test("ctx.once: a ledger entry that meets a lock waits for it; the effect runs once and the job completes", async () => {
   let effects = 0;
   await withLockedFile(
@@ -68,19 +84,10 @@ test("ctx.once: a ledger entry that meets a lock waits for it; the effect runs o
         },
       }),
     async (errand, job) => {
-      const { id } = await errand.enqueue(job, {});
-      const worker = errand.work(["mail"], { lease: "10s" });
-      await waitFor(
-        async () =>
-          (await errand.getJob(id))?.state !== "pending" && (await errand.getJob(id))?.state !== "running",
-        "the job to end",
-        20_000,
-      );
-      const record = await errand.getJob(id);
+      const record = await runToEnd(errand, job);
       assert.equal(record?.state, "completed", record?.lastError ?? "");
       assert.equal(record?.result, "sent");
       assert.equal(effects, 1);
-      await worker.stop();
     },
   );
 });
@@ -103,22 +110,13 @@ test("ctx.completeInTransaction that meets a lock waits for it: its write commit
       }),
     async (errand, job, other) => {
       other.exec("CREATE TABLE bookings (at INTEGER)");
-      const { id } = await errand.enqueue(job, {});
-      const worker = errand.work(["books"], { lease: "10s" });
-      await waitFor(
-        async () =>
-          (await errand.getJob(id))?.state !== "pending" && (await errand.getJob(id))?.state !== "running",
-        "the job to end",
-        20_000,
-      );
-      const record = await errand.getJob(id);
+      const record = await runToEnd(errand, job);
       assert.equal(record?.state, "completed", record?.lastError ?? "");
       assert.deepEqual(
         record?.attempts.map((a) => a.outcome),
         ["completed"],
       );
       assert.equal(other.prepare("SELECT count(*) FROM bookings").pluck().get(), 1);
-      await worker.stop();
     },
   );
 });

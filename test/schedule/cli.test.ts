@@ -182,6 +182,16 @@ describe("errand schedule", () => {
   });
 });
 
+/** The base URL `errand serve` says it serves on, once it says so (30 s at most). */
+async function servingAt(proc: { out: () => string }): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  while (!/errand serving on (\S+)/.test(proc.out())) {
+    if (Date.now() > deadline) throw new Error(`serve did not start: ${proc.out()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return /errand serving on (\S+)/.exec(proc.out())?.[1] ?? "";
+}
+
 describe("errand serve", () => {
   test("serves the tick endpoint on 127.0.0.1 and stops on SIGTERM", { timeout: 60_000 }, async () => {
     const errand = await openErrand({
@@ -195,12 +205,7 @@ describe("errand serve", () => {
       CRON_SECRET: "serve-secret",
     });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!/errand serving on (\S+)/.test(proc.out())) {
-        if (Date.now() > deadline) throw new Error(`serve did not start: ${proc.out()}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const base = /errand serving on (\S+)/.exec(proc.out())?.[1] ?? "";
+      const base = await servingAt(proc);
       assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/);
       assert.equal((await fetch(`${base}/api/cron/tick`, { method: "POST" })).status, 401);
       const ok = await fetch(`${base}/api/cron/tick`, {
@@ -238,16 +243,12 @@ describe("errand serve", () => {
       CRON_SECRET: "serve-secret",
     });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!/errand serving on (\S+)/.test(proc.out())) {
-        if (Date.now() > deadline) throw new Error(`serve did not start: ${proc.out()}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const base = /errand serving on (\S+)/.exec(proc.out())?.[1] ?? "";
+      const base = await servingAt(proc);
       const tick = fetch(`${base}/api/cron/tick`, {
         method: "POST",
         headers: { authorization: "Bearer serve-secret" },
       });
+      const deadline = Date.now() + 30_000;
       while ((await errand.getJob(long.id))?.state !== "running") {
         if (Date.now() > deadline) throw new Error("the tick did not start the job");
         await new Promise((r) => setTimeout(r, 20));
