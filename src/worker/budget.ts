@@ -10,7 +10,30 @@
  * over 12 queues), the later queues' loops found the budget reserved and ended for good, so their
  * due jobs were never claimed, tick after tick (test/schedule/process.test.ts).
  */
-export class ClaimBudget {
+/** What a claim loop asks of its worker's claim budget; a worker that is not bounded has NO_BUDGET. */
+export interface Claims {
+  /** A bounded run: claim loops end when nothing is due instead of waiting for more. */
+  readonly bounded: boolean;
+  reserve(wanted: number): number;
+  settle(reserved: number, unused: number): void;
+  changed(): Promise<boolean>;
+  /** Past the deadline: nothing more is claimed. */
+  readonly timeUp: boolean;
+  readonly claimed: number;
+}
+
+/** A worker that is not bounded: every claim it asks for, for as long as it runs. */
+export const NO_BUDGET: Claims = {
+  bounded: false,
+  reserve: (wanted) => wanted,
+  settle: () => {},
+  changed: () => Promise.resolve(false),
+  timeUp: false,
+  claimed: 0,
+};
+
+export class ClaimBudget implements Claims {
+  readonly bounded = true;
   private left: number;
   private out = 0;
   private readonly share: number;
@@ -63,6 +86,10 @@ export class ClaimBudget {
   /** Jobs claimed so far. */
   get claimed(): number {
     return this.limit - this.left - this.out;
+  }
+
+  get timeUp(): boolean {
+    return this.msLeft === 0;
   }
 
   /** Milliseconds until the deadline, 0 once it passed. */

@@ -170,7 +170,7 @@ export async function processJobs(
   await housekeeping(() => worker.prune(), "pruning finished jobs");
   const { counts } = events;
   return {
-    claimed: worker.claimedCount,
+    claimed: worker.claims.claimed,
     ...counts,
     released: Math.max(counts.released, stop.released),
     stillDue: await stillDue(),

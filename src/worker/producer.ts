@@ -1,5 +1,6 @@
 import type { Logger } from "../logger.js";
 import type { ClaimedJob, FlowLimits, Store } from "../store/types.js";
+import type { Claims } from "./budget.js";
 import type { ExecutorDeps } from "./executor.js";
 import { StartWindow } from "./pause-window.js";
 
@@ -9,8 +10,6 @@ export interface ProducerHost {
   readonly log: Logger;
   /** The worker is stopping: claim nothing more, start no buffered job. */
   readonly isStopping: boolean;
-  /** A bounded run: end the loop when nothing is due instead of waiting for more. */
-  readonly isBounded: boolean;
   /** Outcomes run but not yet written (back-pressure), and a promise of their writing. */
   readonly outcomeBacklog: number;
   outcomesWritten(): Promise<void>;
@@ -21,12 +20,8 @@ export interface ProducerHost {
     pollMs: number;
     readAheadMs: number;
   };
-  /** A bounded run's claim budget: takes up to `wanted`, gives back what was not used. */
-  reserveClaims(wanted: number): number;
-  returnClaims(reserved: number, unused: number): void;
-  claimsMayComeBack(): Promise<boolean>;
-  /** A bounded run past its deadline: nothing more is claimed. */
-  readonly claimTimeUp: boolean;
+  /** The claim budget: a bounded run's (takes up to `wanted`, gives back what was not used), else none. */
+  readonly claims: Claims;
   /**
    * Runs one claimed job in a slot of `producer`, which has counted it in: calls
    * producer.release() when the slot is free and producer.jobEnded() when the job is over.
@@ -260,7 +255,7 @@ export class Producer {
       if (room <= 0 || this.buffer.length > this.ahead / 2) {
         // A bounded run past its deadline ends here too, not only at a claim: with every slot
         // held by a handler that does not finish, no claim comes (the stop releases them).
-        if (this.worker.claimTimeUp) break;
+        if (this.worker.claims.timeUp) break;
         this.signaled = false;
         await this.wait(pollMs);
         continue;
@@ -275,10 +270,10 @@ export class Producer {
       }
       this.signaled = false;
       let claimed: ClaimedJob[];
-      const limit = this.worker.reserveClaims(Math.min(room, batchSize));
+      const limit = this.worker.claims.reserve(Math.min(room, batchSize));
       if (limit === 0) {
         // A bounded run's budget: what other queues' claims hold may come back; else it is spent.
-        if (await this.worker.claimsMayComeBack()) continue;
+        if (await this.worker.claims.changed()) continue;
         break;
       }
       let retryInMs: number | null = null;
@@ -301,10 +296,10 @@ export class Producer {
         } else claimed = await store.claimJobs({ queue: this.queue, limit, workerId, leaseMs });
         // Jobs came back: the queue was not paused when the claim ran, after claimStarted.
         if (claimed.length > 0) this.startWindow.confirm(claimStarted);
-        this.worker.returnClaims(limit, limit - claimed.length);
+        this.worker.claims.settle(limit, limit - claimed.length);
         failures = 0;
       } catch (err) {
-        this.worker.returnClaims(limit, limit);
+        this.worker.claims.settle(limit, limit);
         failures++;
         const delay = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
         log.warn({ err, queue: this.queue, retryInMs: delay }, "claiming jobs failed; backing off");
@@ -321,7 +316,7 @@ export class Producer {
       this.buffer.push(...claimed);
       this.dispatch();
       if (claimed.length < limit) {
-        if (this.worker.isBounded) break; // nothing more is due: a bounded run does not wait for more
+        if (this.worker.claims.bounded) break; // nothing more is due: a bounded run does not wait for more
         if (held > 0) {
           // Held back by a limit: wait until its window or pause frees. A concurrency slot
           // counts as free in the store once its outcome is written, which comes after this

@@ -4,7 +4,7 @@ import { type Duration, parseTimerDuration } from "../duration.js";
 import { ValidationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { ClaimedJob, Store } from "../store/types.js";
-import { ClaimBudget } from "./budget.js";
+import { ClaimBudget, type Claims, NO_BUDGET } from "./budget.js";
 import { Completer } from "./completer.js";
 import { Deadline } from "./deadline.js";
 import { executorDeps } from "./executor-deps.js";
@@ -72,6 +72,8 @@ export class Worker implements ProducerHost {
   private grace: Deadline | null = null;
   /** A bounded run (Errand.processJobs): claims left, and when claiming ends. Null for a normal worker. */
   private readonly bounded: ClaimBudget | null;
+  /** The claim budget the claim loops reserve from: the bounded run's, else NO_BUDGET. */
+  readonly claims: Claims;
 
   constructor(
     private readonly deps: Deps,
@@ -83,6 +85,7 @@ export class Worker implements ProducerHost {
     this.bounded = bounded
       ? new ClaimBudget(bounded.limit, bounded.deadline, Object.keys(queues).length)
       : null;
+    this.claims = this.bounded ?? NO_BUDGET;
     this.settings = workerSettings(options, bounded !== undefined, deps.store.kind);
     this.id = this.settings.id;
     this.completer = new Completer(deps.store, deps.log, this.settings.leaseMs);
@@ -241,38 +244,6 @@ export class Worker implements ProducerHost {
   /** Start and stop lines: a bounded run (one per tick) logs them at debug. */
   private get lifecycleLevel(): "info" | "debug" {
     return this.bounded ? "debug" : "info";
-  }
-
-  /** A bounded run: claim loops end when nothing is due instead of waiting for more. */
-  get isBounded(): boolean {
-    return this.bounded !== null;
-  }
-
-  /** Takes up to `wanted` claims from a bounded run's budget: 0 once it is spent or past its deadline. */
-  reserveClaims(wanted: number): number {
-    return this.bounded ? this.bounded.reserve(wanted) : wanted;
-  }
-
-  get claimTimeUp(): boolean {
-    return this.bounded !== null && this.bounded.msLeft === 0;
-  }
-
-  /** Settles a reservation: `unused` of its `reserved` claims go back (fewer jobs were due, or the claim failed). */
-  returnClaims(reserved: number, unused: number): void {
-    this.bounded?.settle(reserved, unused);
-  }
-
-  /**
-   * For a claim loop that got no claims from a bounded run's budget: true once another queue's
-   * claim has settled (it may have given some back), false when the budget is spent for good.
-   */
-  claimsMayComeBack(): Promise<boolean> {
-    return this.bounded ? this.bounded.changed() : Promise.resolve(false);
-  }
-
-  /** Jobs claimed so far by a bounded run. */
-  get claimedCount(): number {
-    return this.bounded?.claimed ?? 0;
   }
 
   /**
