@@ -178,18 +178,32 @@ export class ActiveJob implements JobContext {
   private async completeIn<T>(fn: (tx: TxHandle) => Promise<T> | T): Promise<T> {
     const limit = this.deps.payloadLimit;
     // A result no store can hold rolls the transaction back and fails the job, on every store.
+    // An error `fn` threw is the application's (its own HTTP call refused, say): not retried,
+    // or `fn` ran 8 times (a helper's find). Only the store's own errors are waited out.
+    let fnThrew = false;
     const checked = async (tx: TxHandle): Promise<T> => {
-      const value = await fn(tx);
+      let value: T;
+      try {
+        value = await fn(tx);
+      } catch (err) {
+        fnThrew = true;
+        throw err;
+      }
       checkResult(value, limit);
       return value;
     };
     // Nothing of a transaction the store could not begin or commit is kept: `fn` runs again.
     const done = await waitingForStore(
-      () =>
-        this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked, () => this.logLines()),
+      () => {
+        fnThrew = false;
+        return this.deps.store.completeInTransaction(this.lease, this.deps.workerId, checked, () =>
+          this.logLines(),
+        );
+      },
       this,
       "ctx.completeInTransaction",
       TRANSACTION_TRIES,
+      () => !fnThrew,
     );
     if (!done.applied) {
       throw new JobAbort(

@@ -23,12 +23,15 @@ export async function waitingForStore<T>(
   job: { readonly abortReason: JobAbort | undefined; readonly workerLog: Logger },
   what: string,
   tries = Number.POSITIVE_INFINITY,
+  /** False for an error that is not the store's, though it looks busy (one the caller's own code threw). */
+  storeOwns: () => boolean = () => true,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (err) {
-      if (!(isStoreBusy(err) || isDiskFull(err)) || attempt >= tries || job.abortReason) throw err;
+      if (!(isStoreBusy(err) || isDiskFull(err)) || !storeOwns() || attempt >= tries || job.abortReason)
+        throw err;
       const waitMs = Math.min(LONGEST_WAIT_MS, FIRST_WAIT_MS * 2 ** (attempt - 1));
       if (attempt === 1)
         job.workerLog.warn({ err, retryInMs: waitMs }, `${what}: the store is busy; waiting for it`);

@@ -120,3 +120,28 @@ test("ctx.completeInTransaction that meets a lock waits for it: its write commit
     },
   );
 });
+
+test("ctx.completeInTransaction: an error its fn throws itself, however busy it looks, is not retried", async () => {
+  let runs = 0;
+  await withLockedFile(
+    () =>
+      defineJob({
+        name: "call",
+        queue: "calls",
+        schema: z.object({}),
+        maxAttempts: 1,
+        async run(_p, ctx) {
+          return ctx.completeInTransaction(() => {
+            runs++;
+            throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" });
+          });
+        },
+      }),
+    async (errand, job) => {
+      const record = await runToEnd(errand, job);
+      assert.equal(record?.state, "failed");
+      assert.match(record?.lastError ?? "", /ECONNREFUSED/);
+      assert.equal(runs, 1, "the application's fn ran once");
+    },
+  );
+});
